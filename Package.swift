@@ -1,0 +1,119 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Every runtime plugin lives in Plugins/<Name> with an explicit `path:` (SwiftPM's default home for *package*
+// plugins is also Plugins/; none of these are package plugins). C libraries come from Debian/Ubuntu packages.
+
+let package = Package(
+    name: "WebImage",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "ImageCore", targets: ["ImageCore"]),
+        .library(name: "PNGCoder", targets: ["PNGCoder"]),
+        .library(name: "JPEGCoder", targets: ["JPEGCoder"]),
+        .library(name: "WebPCoder", targets: ["WebPCoder"]),
+        .library(name: "GIFCoder", targets: ["GIFCoder"]),
+        .library(name: "MemoryCache", targets: ["MemoryCache"]),
+        .library(name: "DiskCache", targets: ["DiskCache"]),
+        .library(name: "HTTPLoader", targets: ["HTTPLoader"]),
+        .library(name: "ImageTransformers", targets: ["ImageTransformers"]),
+        .library(name: "WebImage", targets: ["WebImage"]),
+        .executable(name: "webimage-demo", targets: ["WebImageDemo"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+    ],
+    targets: [
+        // MARK: Core (Foundation and the standard library only)
+        .target(name: "ImageCore", path: "Sources/ImageCore"),
+
+        // MARK: C libraries (system packages)
+        .systemLibrary(
+            name: "CPNG", path: "Plugins/CPNG", pkgConfig: "libpng",
+            providers: [.apt(["libpng-dev"])]),
+        .systemLibrary(
+            name: "CJPEG", path: "Plugins/CJPEG", pkgConfig: "libturbojpeg",
+            providers: [.apt(["libjpeg62-turbo-dev", "libturbojpeg0-dev", "libjpeg-turbo8-dev"])]),
+        .systemLibrary(
+            name: "CWebP", path: "Plugins/CWebP", pkgConfig: "libwebp",
+            providers: [.apt(["libwebp-dev"])]),
+        .systemLibrary(
+            name: "CGIF", path: "Plugins/CGIF",
+            providers: [.apt(["libgif-dev"])]),
+
+        // MARK: Coder plugins
+        .target(name: "PNGCoder", dependencies: ["ImageCore", "CPNG"], path: "Plugins/PNGCoder"),
+        .target(name: "JPEGCoder", dependencies: ["ImageCore", "CJPEG"], path: "Plugins/JPEGCoder"),
+        .target(name: "WebPCoder", dependencies: ["ImageCore", "CWebP"], path: "Plugins/WebPCoder"),
+        .target(name: "GIFCoder", dependencies: ["ImageCore", "CGIF"], path: "Plugins/GIFCoder"),
+
+        // MARK: Cache plugins
+        .target(name: "MemoryCache", dependencies: ["ImageCore"], path: "Plugins/MemoryCache"),
+        .target(
+            name: "DiskCache",
+            dependencies: ["ImageCore", .product(name: "Crypto", package: "swift-crypto")],
+            path: "Plugins/DiskCache"),
+
+        // MARK: Loader plugin
+        .target(
+            name: "HTTPLoader",
+            dependencies: [
+                "ImageCore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
+            path: "Plugins/HTTPLoader"),
+
+        // MARK: Transformers
+        .target(name: "ImageTransformers", dependencies: ["ImageCore"], path: "Plugins/ImageTransformers"),
+
+        // MARK: Umbrella and demo
+        .target(
+            name: "WebImage",
+            dependencies: [
+                "ImageCore", "PNGCoder", "JPEGCoder", "WebPCoder", "GIFCoder", "MemoryCache", "DiskCache",
+                "HTTPLoader", "ImageTransformers",
+            ],
+            path: "Sources/WebImage"),
+        .executableTarget(
+            name: "WebImageDemo",
+            dependencies: [
+                "WebImage",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            path: "Sources/WebImageDemo"),
+
+        // MARK: Tests (one target per module; shared doubles in ImageTestSupport)
+        .target(name: "ImageTestSupport", dependencies: ["ImageCore"], path: "Tests/ImageTestSupport"),
+        .testTarget(name: "ImageCoreTests", dependencies: ["ImageCore", "ImageTestSupport"]),
+        .testTarget(name: "PNGCoderTests", dependencies: ["PNGCoder", "ImageTestSupport"]),
+        .testTarget(name: "JPEGCoderTests", dependencies: ["JPEGCoder", "ImageTestSupport"]),
+        .testTarget(name: "WebPCoderTests", dependencies: ["WebPCoder", "ImageTestSupport"]),
+        .testTarget(name: "GIFCoderTests", dependencies: ["GIFCoder", "ImageTestSupport"]),
+        .testTarget(
+            name: "CoderConformanceTests",
+            dependencies: ["PNGCoder", "JPEGCoder", "WebPCoder", "GIFCoder", "ImageTestSupport"]),
+        .testTarget(name: "MemoryCacheTests", dependencies: ["MemoryCache", "ImageTestSupport"]),
+        .testTarget(name: "DiskCacheTests", dependencies: ["DiskCache", "MemoryCache", "ImageTestSupport"]),
+        .testTarget(
+            name: "HTTPLoaderTests",
+            dependencies: [
+                "HTTPLoader", "ImageTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]),
+        .testTarget(name: "ImageTransformersTests", dependencies: ["ImageTransformers", "ImageTestSupport"]),
+        .testTarget(name: "WebImageTests", dependencies: ["WebImage", "ImageTestSupport"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

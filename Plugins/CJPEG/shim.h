@@ -1,0 +1,4 @@
+#include <stdio.h>
+#include <stddef.h>
+#include <jpeglib.h>
+#include <turbojpeg.h>

@@ -1,0 +1,94 @@
+/// A pixel size.
+public struct PixelSize: Hashable, Sendable, CustomStringConvertible {
+    /// Width in pixels.
+    public var width: Int
+    /// Height in pixels.
+    public var height: Int
+    /// Creates a size.
+    public init(width: Int, height: Int) {
+        self.width = width
+        self.height = height
+    }
+    /// "WxH".
+    public var description: String { "\(width)x\(height)" }
+}
+
+/// What a coder must respect while decoding; built by the manager from ``ImageOptions`` and ``ImageContext``.
+public struct ImageDecodeOptions: Hashable, Sendable {
+    /// The default pixel budget: 100 megapixels (400 MB as RGBA).
+    public static let defaultMaxPixelCount = 100_000_000
+
+    /// Refuse, from the header and before allocating pixels, any image with more pixels than this
+    /// (``ImageError/Code/imageTooLarge``). For animations the budget counts canvas pixels.
+    public var maxPixelCount: Int
+    /// Decode to fit inside this size (a thumbnail); nil decodes at full size. Never upscales.
+    public var thumbnailPixelSize: PixelSize?
+    /// With a thumbnail size: keep the aspect ratio (fit inside) rather than stretch to the exact size.
+    public var preserveAspectRatio: Bool
+    /// Decode at a size whose RGBA pixels fit in this many bytes (``ImageOptions/scaleDownLargeImages``).
+    public var scaleDownLimitBytes: Int?
+    /// Decode only the first frame of an animation.
+    public var firstFrameOnly: Bool
+    /// Decode every frame up front rather than on demand.
+    public var preloadAllFrames: Bool
+    /// Rotate/flip pixels per the EXIF orientation (default). False keeps raw pixels and reports the orientation.
+    public var applyOrientation: Bool
+    /// Device scale factor the caller asked for; informational on a server.
+    public var scaleFactor: Double
+
+    /// Creates decode options with server-safe defaults.
+    public init(
+        maxPixelCount: Int = ImageDecodeOptions.defaultMaxPixelCount, thumbnailPixelSize: PixelSize? = nil,
+        preserveAspectRatio: Bool = true, scaleDownLimitBytes: Int? = nil, firstFrameOnly: Bool = false,
+        preloadAllFrames: Bool = false, applyOrientation: Bool = true, scaleFactor: Double = 1
+    ) {
+        self.maxPixelCount = maxPixelCount
+        self.thumbnailPixelSize = thumbnailPixelSize
+        self.preserveAspectRatio = preserveAspectRatio
+        self.scaleDownLimitBytes = scaleDownLimitBytes
+        self.firstFrameOnly = firstFrameOnly
+        self.preloadAllFrames = preloadAllFrames
+        self.applyOrientation = applyOrientation
+        self.scaleFactor = scaleFactor
+    }
+
+    /// Throws ``ImageError/Code/imageTooLarge`` when `width × height` (× nothing else) exceeds the budget.
+    ///
+    /// Coders call this with the header's size before they allocate anything.
+    public func checkPixelBudget(width: Int, height: Int) throws(ImageError) {
+        guard width > 0, height > 0 else {
+            throw ImageError(.badImageData, stage: .decode, message: "image declares size \(width)x\(height)")
+        }
+        let (pixels, overflow) = width.multipliedReportingOverflow(by: height)
+        if overflow || pixels > maxPixelCount {
+            throw ImageError(
+                .imageTooLarge, stage: .decode,
+                message: "\(width)x\(height) exceeds the budget of \(maxPixelCount) pixels")
+        }
+    }
+
+    /// The size to decode to for a source of `width × height`, from the thumbnail size and scale-down budget.
+    ///
+    /// Returns the source size when neither applies. Never larger than the source.
+    public func targetSize(forSourceWidth width: Int, height: Int) -> PixelSize {
+        var target = PixelSize(width: width, height: height)
+        if let thumb = thumbnailPixelSize, thumb.width > 0, thumb.height > 0,
+            thumb.width < width || thumb.height < height
+        {
+            if preserveAspectRatio {
+                let scale = min(Double(thumb.width) / Double(width), Double(thumb.height) / Double(height))
+                target = PixelSize(
+                    width: max(1, Int((Double(width) * scale).rounded())),
+                    height: max(1, Int((Double(height) * scale).rounded())))
+            } else {
+                target = PixelSize(width: min(thumb.width, width), height: min(thumb.height, height))
+            }
+        }
+        if let limit = scaleDownLimitBytes, limit > 0, target.width * target.height * 4 > limit {
+            let scale = (Double(limit) / Double(target.width * target.height * 4)).squareRoot()
+            target = PixelSize(
+                width: max(1, Int(Double(target.width) * scale)), height: max(1, Int(Double(target.height) * scale)))
+        }
+        return target
+    }
+}

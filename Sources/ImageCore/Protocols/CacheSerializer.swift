@@ -1,0 +1,60 @@
+import Foundation
+
+/// Decides the bytes stored on disk for an image the manager is about to cache.
+///
+/// Only transformed images are serialized: originals are stored exactly as downloaded. Threading: called on the
+/// SDK's CPU pool; may block. Returning nil stores nothing on disk for that image.
+public protocol CacheSerializer: Sendable {
+    /// The bytes to store for `image`.
+    ///
+    /// - Parameters:
+    ///   - originalData: the downloaded bytes the image was made from, if any.
+    ///   - imageURL: the URL of the load.
+    func cacheData(for image: Image, originalData: Data?, imageURL: URL?) -> Data?
+}
+
+/// A cache serializer backed by a closure.
+public struct BlockCacheSerializer: CacheSerializer {
+    private let body: @Sendable (Image, Data?, URL?) -> Data?
+    /// Creates the serializer.
+    public init(_ body: @escaping @Sendable (Image, Data?, URL?) -> Data?) { self.body = body }
+    /// Calls the closure.
+    public func cacheData(for image: Image, originalData: Data?, imageURL: URL?) -> Data? {
+        body(image, originalData, imageURL)
+    }
+}
+
+extension CacheSerializer where Self == BlockCacheSerializer {
+    /// A serializer backed by a closure.
+    public static func block(_ body: @escaping @Sendable (Image, Data?, URL?) -> Data?) -> BlockCacheSerializer {
+        BlockCacheSerializer(body)
+    }
+}
+
+/// The default serializer: encodes a transformed image with the coders in its source format (PNG when the format
+/// cannot be encoded and the image has alpha, else JPEG), at ``EncodeEffort/fast``.
+public struct DefaultCacheSerializer: CacheSerializer {
+    private let coder: any ImageCoder
+    private let options: ImageEncodeOptions
+
+    /// Creates the serializer over `coder` (default ``CodersManager/shared``).
+    public init(
+        coder: any ImageCoder = CodersManager.shared, options: ImageEncodeOptions = ImageEncodeOptions(effort: .fast)
+    ) {
+        self.coder = coder
+        self.options = options
+    }
+
+    /// Encodes `image`; returns `originalData` untouched for images no transformer changed.
+    public func cacheData(for image: Image, originalData: Data?, imageURL: URL?) -> Data? {
+        if !image.metadata.isTransformed, let originalData { return originalData }
+        var candidates: [ImageFormat] = []
+        if image.format != .undefined { candidates.append(image.format) }
+        candidates.append(image.pixels.layout.hasAlpha ? .png : .jpeg)
+        candidates.append(.png)
+        for format in candidates where coder.canEncode(to: format) {
+            if let data = try? coder.encode(image, as: format, options: options) { return data }
+        }
+        return nil
+    }
+}

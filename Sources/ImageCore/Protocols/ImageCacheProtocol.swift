@@ -1,0 +1,154 @@
+import Foundation
+
+/// Facts stored with a cache entry; the HTTP loader's revalidation reads the validators.
+public struct CacheEntryMetadata: Hashable, Sendable, Codable {
+    /// The cache key as given (file names are hashes of it).
+    public var originalKey: String?
+    /// Content type of the stored bytes.
+    public var contentType: String?
+    /// `ETag` of the response the bytes came from.
+    public var etag: String?
+    /// `Last-Modified` of that response.
+    public var lastModified: String?
+    /// `Cache-Control: max-age` of that response, seconds.
+    public var maxAge: Int?
+    /// When the entry stops being fresh (from max-age), if known.
+    public var expiresAt: Date?
+    /// When the entry was stored.
+    public var storedAt: Date?
+    /// When the entry was last read, as maintained by the cache.
+    public var lastAccess: Date?
+    /// Size of the stored bytes.
+    public var size: Int?
+
+    /// Creates metadata.
+    public init(
+        originalKey: String? = nil, contentType: String? = nil, etag: String? = nil, lastModified: String? = nil,
+        maxAge: Int? = nil, expiresAt: Date? = nil, storedAt: Date? = nil, lastAccess: Date? = nil, size: Int? = nil
+    ) {
+        self.originalKey = originalKey
+        self.contentType = contentType
+        self.etag = etag
+        self.lastModified = lastModified
+        self.maxAge = maxAge
+        self.expiresAt = expiresAt
+        self.storedAt = storedAt
+        self.lastAccess = lastAccess
+        self.size = size
+    }
+
+    /// Metadata for bytes that came with `response`.
+    public init(response: ResponseMetadata, key: String?, now: Date = Date()) {
+        self.init(
+            originalKey: key, contentType: response.contentType, etag: response.etag,
+            lastModified: response.lastModified, maxAge: response.maxAge,
+            expiresAt: response.maxAge.map { now.addingTimeInterval(TimeInterval($0)) }, storedAt: now)
+    }
+}
+
+/// What a cache query found.
+public struct CacheQueryResult: Sendable {
+    /// A decoded image (memory level).
+    public var image: Image?
+    /// The stored bytes (disk level, or memory with ``ImageOptions/queryMemoryData``).
+    public var data: Data?
+    /// The entry's metadata, if the level keeps any.
+    public var metadata: CacheEntryMetadata?
+    /// Which level answered.
+    public var cacheType: ImageCacheType
+
+    /// Creates a result.
+    public init(image: Image? = nil, data: Data? = nil, metadata: CacheEntryMetadata? = nil, cacheType: ImageCacheType) {
+        self.image = image
+        self.data = data
+        self.metadata = metadata
+        self.cacheType = cacheType
+    }
+}
+
+/// A cache of images and their bytes, by key: memory, disk, or a composite of several.
+///
+/// Semantics: every call names the levels it touches (`cacheType`); a cache acts only on the levels it has
+/// (a memory cache ignores `.disk` and answers nothing for it) so a composite can pass calls down unchanged.
+/// Caches store *bytes as given* and/or *decoded images*; they never decode — the manager decodes disk hits on
+/// its CPU pool, once, and promotes them by storing the image with `cacheType: .memory`.
+///
+/// Threading: all methods are thread-safe. A memory level answers synchronously on the caller's thread. A disk
+/// level answers on its own I/O queue, except with ``ImageOptions/queryDiskDataSync`` where it answers before
+/// returning. Completions are called exactly once and never under the cache's lock.
+public protocol ImageCacheProtocol: Sendable {
+    /// Looks `key` up in the levels of `cacheType`.
+    ///
+    /// Completes with nil on a miss, with an error only when a level failed in a way the caller should know
+    /// (a corrupt entry is a miss). Returns an operation that cancels a pending query, or nil if it completed.
+    @discardableResult
+    func queryImage(
+        forKey key: String, options: ImageOptions, context: ImageContext, cacheType: ImageCacheType,
+        completion: @escaping @Sendable (Result<CacheQueryResult?, ImageError>) -> Void
+    ) -> (any ImageOperation)?
+
+    /// Stores `image` and/or `data` under `key` in the levels of `cacheType`.
+    ///
+    /// Memory levels store the image (ignoring it if nil); disk levels store `data` (ignoring it if nil) with
+    /// `metadata`. A failure leaves any previous entry for `key` intact and is reported as `cacheFailure`.
+    func store(
+        _ image: Image?, data: Data?, metadata: CacheEntryMetadata?, forKey key: String, cacheType: ImageCacheType,
+        completion: (@Sendable (Result<Void, ImageError>) -> Void)?)
+
+    /// Removes `key` from the levels of `cacheType`.
+    func removeImage(forKey key: String, cacheType: ImageCacheType, completion: (@Sendable () -> Void)?)
+
+    /// Reports which of the levels of `cacheType` hold `key`.
+    func containsImage(
+        forKey key: String, cacheType: ImageCacheType, completion: @escaping @Sendable (ImageCacheType) -> Void)
+
+    /// Removes everything from the levels of `cacheType`.
+    func clear(cacheType: ImageCacheType, completion: (@Sendable () -> Void)?)
+}
+
+extension ImageCacheProtocol {
+    /// Async query; honours task cancellation by returning `cancelled`.
+    public func queryImage(
+        forKey key: String, options: ImageOptions = [], context: ImageContext = ImageContext(),
+        cacheType: ImageCacheType = .all
+    ) async throws(ImageError) -> CacheQueryResult? {
+        let result = await withCheckedContinuation { continuation in
+            queryImage(forKey: key, options: options, context: context, cacheType: cacheType) {
+                continuation.resume(returning: $0)
+            }
+        }
+        return try result.get()
+    }
+
+    /// Async store.
+    public func store(
+        _ image: Image?, data: Data?, metadata: CacheEntryMetadata? = nil, forKey key: String,
+        cacheType: ImageCacheType = .all
+    ) async throws(ImageError) {
+        let result = await withCheckedContinuation { continuation in
+            store(image, data: data, metadata: metadata, forKey: key, cacheType: cacheType) {
+                continuation.resume(returning: $0)
+            }
+        }
+        try result.get()
+    }
+
+    /// Async remove.
+    public func removeImage(forKey key: String, cacheType: ImageCacheType = .all) async {
+        await withCheckedContinuation { continuation in
+            removeImage(forKey: key, cacheType: cacheType) { continuation.resume() }
+        }
+    }
+
+    /// Async contains.
+    public func containsImage(forKey key: String, cacheType: ImageCacheType = .all) async -> ImageCacheType {
+        await withCheckedContinuation { continuation in
+            containsImage(forKey: key, cacheType: cacheType) { continuation.resume(returning: $0) }
+        }
+    }
+
+    /// Async clear.
+    public func clear(cacheType: ImageCacheType = .all) async {
+        await withCheckedContinuation { continuation in clear(cacheType: cacheType) { continuation.resume() } }
+    }
+}

@@ -1,0 +1,116 @@
+import Foundation
+
+/// Loads the bytes of an image: over HTTP, from a file, from a `data:` URL, from anything a plugin knows.
+///
+/// A loader delivers bytes plus response metadata (status, content type, validators); decoding, decode
+/// coalescing and progressive previews happen once, in the core, so every loader gets them. A loader may also
+/// hand back an image it produced itself (``LoadedImageData/image``).
+///
+/// Threading: `requestImage` is called on the thread that starts the load and must return quickly; the loader
+/// calls `progress` and `completion` from its own threads (never holding a lock), `completion` exactly once.
+/// After the returned operation is cancelled the loader completes with ``ImageError/Code/cancelled`` as soon as
+/// it can. For ``ImageOptions/refreshCached`` the context carries ``ImageContext/loaderCachedImage`` and
+/// ``ImageContext/loaderCachedMetadata``; a loader that finds the copy current completes with
+/// ``ImageError/Code/cacheNotModified``.
+public protocol ImageLoader: Sendable {
+    /// True when this loader handles `url` (scheme, host …).
+    func canRequestImage(for url: URL) -> Bool
+    /// Starts loading `url`.
+    func requestImage(
+        with url: URL, options: ImageOptions, context: ImageContext,
+        progress: (@Sendable (LoadProgress) -> Void)?,
+        completion: @escaping @Sendable (Result<LoadedImageData, ImageError>) -> Void
+    ) -> any ImageOperation
+    /// Whether `error` means the URL itself is bad, so the manager should put it on the failed-URL list.
+    func shouldBlockFailedURL(_ url: URL, error: ImageError) -> Bool
+}
+
+extension ImageLoader {
+    /// The SDK's policy (DESIGN §6): block only for errors that say the URL is bad — undecodable data, HTTP 404
+    /// or 410, an invalid URL — never for timeouts, connection, DNS or TLS failures, 5xx, or cancellation.
+    public func shouldBlockFailedURL(_ url: URL, error: ImageError) -> Bool {
+        ImageLoaderPolicy.isPermanentFailure(error)
+    }
+}
+
+/// The failed-URL policy shared by loaders and the manager.
+public enum ImageLoaderPolicy {
+    /// True for errors that say the URL is bad: `invalidURL`, `badImageData`, `noCoder`, HTTP 404 / 410.
+    public static func isPermanentFailure(_ error: ImageError) -> Bool {
+        switch error.code {
+        case .invalidURL, .badImageData, .noCoder: return true
+        case .invalidDownloadStatusCode: return error.statusCode == 404 || error.statusCode == 410
+        default: return false
+        }
+    }
+}
+
+/// Progress of a load.
+public struct LoadProgress: Sendable {
+    /// Bytes received so far.
+    public var receivedBytes: Int
+    /// Bytes expected in all, when the loader knows (Content-Length).
+    public var expectedBytes: Int?
+    /// Every byte received so far, only for ``ImageOptions/progressiveLoad`` loads (for incremental decoding).
+    public var partialData: Data?
+
+    /// Creates a progress report.
+    public init(receivedBytes: Int, expectedBytes: Int?, partialData: Data? = nil) {
+        self.receivedBytes = receivedBytes
+        self.expectedBytes = expectedBytes
+        self.partialData = partialData
+    }
+}
+
+/// What a loader learned from the response besides the bytes.
+public struct ResponseMetadata: Hashable, Sendable {
+    /// The final URL (after redirects).
+    public var url: URL?
+    /// The HTTP status, nil for non-HTTP loaders.
+    public var statusCode: Int?
+    /// The content type (`image/png`), without parameters.
+    public var contentType: String?
+    /// The `ETag` validator.
+    public var etag: String?
+    /// The `Last-Modified` validator, verbatim.
+    public var lastModified: String?
+    /// `Cache-Control: max-age`, seconds.
+    public var maxAge: Int?
+    /// The expected length (`Content-Length`).
+    public var expectedContentLength: Int?
+    /// Response headers, names lowercased.
+    public var headers: [String: String]
+
+    /// Creates metadata.
+    public init(
+        url: URL? = nil, statusCode: Int? = nil, contentType: String? = nil, etag: String? = nil,
+        lastModified: String? = nil, maxAge: Int? = nil, expectedContentLength: Int? = nil,
+        headers: [String: String] = [:]
+    ) {
+        self.url = url
+        self.statusCode = statusCode
+        self.contentType = contentType
+        self.etag = etag
+        self.lastModified = lastModified
+        self.maxAge = maxAge
+        self.expectedContentLength = expectedContentLength
+        self.headers = headers
+    }
+}
+
+/// The result of a load: bytes, response metadata and optionally an image the loader made itself.
+public struct LoadedImageData: Sendable {
+    /// The image bytes (after any decryptor).
+    public var data: Data
+    /// The response.
+    public var response: ResponseMetadata
+    /// An image the loader produced itself; the core skips decoding when present.
+    public var image: Image?
+
+    /// Creates a result.
+    public init(data: Data, response: ResponseMetadata = ResponseMetadata(), image: Image? = nil) {
+        self.data = data
+        self.response = response
+        self.image = image
+    }
+}

@@ -1,0 +1,269 @@
+import Foundation
+import Synchronization
+
+/// An ordered set of caches that acts as one cache.
+///
+/// Order is priority: the **first** cache is the highest priority and is asked first (put the memory cache
+/// before the disk cache). Each operation has its own ``Policy``; the defaults give SDWebImage's two-level
+/// behaviour: query serially (memory, then disk, first hit wins), store / remove / clear on every cache
+/// concurrently, contains serially. Each cache acts only on the levels it has, so the `cacheType` of a call
+/// passes down unchanged.
+///
+/// Thread-safe: the list and policies sit behind a `Mutex`; calls work on a snapshot.
+public final class CachesManager: ImageCacheProtocol, Sendable {
+    /// How an operation is spread over the caches.
+    public enum Policy: Sendable, Hashable {
+        /// Only the first (highest-priority) cache.
+        case highestOnly
+        /// Only the last (lowest-priority) cache.
+        case lowestOnly
+        /// All caches at once; a query returns the highest-priority hit.
+        case concurrent
+        /// One after the other in priority order; a query stops at the first hit.
+        case serial
+    }
+
+    private struct State {
+        var caches: [any ImageCacheProtocol]
+        var queryPolicy = Policy.serial
+        var storePolicy = Policy.concurrent
+        var removePolicy = Policy.concurrent
+        var containsPolicy = Policy.serial
+        var clearPolicy = Policy.concurrent
+    }
+
+    private let state: Mutex<State>
+
+    /// Creates a manager over `caches`, highest priority first.
+    public init(_ caches: [any ImageCacheProtocol] = []) { state = Mutex(State(caches: caches)) }
+
+    /// The caches, highest priority first.
+    public var caches: [any ImageCacheProtocol] {
+        get { state.withLock { $0.caches } }
+        set { state.withLock { $0.caches = newValue } }
+    }
+    /// Appends `cache` with the lowest priority.
+    public func addCache(_ cache: any ImageCacheProtocol) { state.withLock { $0.caches.append(cache) } }
+    /// Policy for queries (default serial).
+    public var queryPolicy: Policy {
+        get { state.withLock { $0.queryPolicy } }
+        set { state.withLock { $0.queryPolicy = newValue } }
+    }
+    /// Policy for stores (default concurrent).
+    public var storePolicy: Policy {
+        get { state.withLock { $0.storePolicy } }
+        set { state.withLock { $0.storePolicy = newValue } }
+    }
+    /// Policy for removals (default concurrent).
+    public var removePolicy: Policy {
+        get { state.withLock { $0.removePolicy } }
+        set { state.withLock { $0.removePolicy = newValue } }
+    }
+    /// Policy for contains (default serial: the union of the levels that hold the key).
+    public var containsPolicy: Policy {
+        get { state.withLock { $0.containsPolicy } }
+        set { state.withLock { $0.containsPolicy = newValue } }
+    }
+    /// Policy for clear (default concurrent).
+    public var clearPolicy: Policy {
+        get { state.withLock { $0.clearPolicy } }
+        set { state.withLock { $0.clearPolicy = newValue } }
+    }
+
+    private func targets(_ policy: Policy) -> [any ImageCacheProtocol] {
+        let caches = self.caches
+        switch policy {
+        case .highestOnly: return caches.first.map { [$0] } ?? []
+        case .lowestOnly: return caches.last.map { [$0] } ?? []
+        case .concurrent, .serial: return caches
+        }
+    }
+
+    // MARK: Query
+
+    /// Queries per ``queryPolicy``. With ``ImageOptions/queryMemoryData`` a serial query that found an image
+    /// without bytes keeps asking the next caches for the bytes.
+    @discardableResult
+    public func queryImage(
+        forKey key: String, options: ImageOptions, context: ImageContext, cacheType: ImageCacheType,
+        completion: @escaping @Sendable (Result<CacheQueryResult?, ImageError>) -> Void
+    ) -> (any ImageOperation)? {
+        let policy = queryPolicy
+        let caches = targets(policy)
+        guard !caches.isEmpty else {
+            completion(.success(nil))
+            return nil
+        }
+        let operation = CancellableOperation()
+        if policy == .concurrent {
+            queryConcurrently(caches, key: key, options: options, context: context, cacheType: cacheType,
+                operation: operation, completion: completion)
+        } else {
+            querySerially(caches[...], found: nil, key: key, options: options, context: context,
+                cacheType: cacheType, operation: operation, completion: completion)
+        }
+        return operation
+    }
+
+    private func querySerially(
+        _ caches: ArraySlice<any ImageCacheProtocol>, found: CacheQueryResult?, key: String, options: ImageOptions,
+        context: ImageContext, cacheType: ImageCacheType, operation: CancellableOperation,
+        completion: @escaping @Sendable (Result<CacheQueryResult?, ImageError>) -> Void
+    ) {
+        guard let cache = caches.first, !operation.isCancelled else {
+            completion(operation.isCancelled && found == nil ? .failure(.cancelled(stage: .cacheQuery)) : .success(found))
+            return
+        }
+        let inner = cache.queryImage(forKey: key, options: options, context: context, cacheType: cacheType) { result in
+            var merged = found
+            switch result {
+            case .failure(let error) where found == nil:
+                if error.isCancellation { return completion(.failure(error)) }
+            case .failure:
+                break
+            case .success(let hit?):
+                if var current = merged {
+                    if current.data == nil, let data = hit.data {
+                        current.data = data
+                        current.metadata = current.metadata ?? hit.metadata
+                        current.cacheType.formUnion(hit.cacheType)
+                    }
+                    merged = current
+                } else {
+                    merged = hit
+                }
+            case .success(nil):
+                break
+            }
+            let needsData = options.contains(.queryMemoryData) && merged?.data == nil
+            if let merged, !needsData { return completion(.success(merged)) }
+            self.querySerially(caches.dropFirst(), found: merged, key: key, options: options, context: context,
+                cacheType: cacheType, operation: operation, completion: completion)
+        }
+        if let inner { operation.onCancel { inner.cancel() } }
+    }
+
+    private func queryConcurrently(
+        _ caches: [any ImageCacheProtocol], key: String, options: ImageOptions, context: ImageContext,
+        cacheType: ImageCacheType, operation: CancellableOperation,
+        completion: @escaping @Sendable (Result<CacheQueryResult?, ImageError>) -> Void
+    ) {
+        let results = Locked([CacheQueryResult?](repeating: nil, count: caches.count))
+        let countdown = Countdown(caches.count) {
+            let all = results.withLock { $0 }
+            completion(.success(all.lazy.compactMap { $0 }.first))
+        }
+        for (index, cache) in caches.enumerated() {
+            let inner = cache.queryImage(forKey: key, options: options, context: context, cacheType: cacheType) {
+                if case .success(let hit?) = $0 { results.withLock { $0[index] = hit } }
+                countdown.tick()
+            }
+            if let inner { operation.onCancel { inner.cancel() } }
+        }
+    }
+
+    // MARK: Store, remove, contains, clear
+
+    /// Stores per ``storePolicy``; reports the first failure after every cache finished.
+    public func store(
+        _ image: Image?, data: Data?, metadata: CacheEntryMetadata?, forKey key: String, cacheType: ImageCacheType,
+        completion: (@Sendable (Result<Void, ImageError>) -> Void)?
+    ) {
+        let policy = storePolicy
+        let caches = targets(policy)
+        let firstError = Locked<ImageError?>(nil)
+        let finish: @Sendable () -> Void = {
+            let error = firstError.withLock { $0 }
+            completion?(error.map { .failure($0) } ?? .success(()))
+        }
+        if policy == .serial {
+            storeSerially(caches[...], image: image, data: data, metadata: metadata, key: key, cacheType: cacheType,
+                firstError: firstError, finish: finish)
+            return
+        }
+        let countdown = Countdown(caches.count, finish)
+        for cache in caches {
+            cache.store(image, data: data, metadata: metadata, forKey: key, cacheType: cacheType) { result in
+                if case .failure(let error) = result { firstError.withLock { $0 = $0 ?? error } }
+                countdown.tick()
+            }
+        }
+    }
+
+    private func storeSerially(
+        _ caches: ArraySlice<any ImageCacheProtocol>, image: Image?, data: Data?, metadata: CacheEntryMetadata?,
+        key: String, cacheType: ImageCacheType, firstError: Locked<ImageError?>, finish: @escaping @Sendable () -> Void
+    ) {
+        guard let cache = caches.first else { return finish() }
+        cache.store(image, data: data, metadata: metadata, forKey: key, cacheType: cacheType) { result in
+            if case .failure(let error) = result { firstError.withLock { $0 = $0 ?? error } }
+            self.storeSerially(caches.dropFirst(), image: image, data: data, metadata: metadata, key: key,
+                cacheType: cacheType, firstError: firstError, finish: finish)
+        }
+    }
+
+    /// Removes per ``removePolicy``.
+    public func removeImage(forKey key: String, cacheType: ImageCacheType, completion: (@Sendable () -> Void)?) {
+        let caches = targets(removePolicy)
+        let countdown = Countdown(caches.count) { completion?() }
+        for cache in caches { cache.removeImage(forKey: key, cacheType: cacheType) { countdown.tick() } }
+    }
+
+    /// Reports the union of the levels that hold `key` (serial stops at the first cache that has it).
+    public func containsImage(
+        forKey key: String, cacheType: ImageCacheType, completion: @escaping @Sendable (ImageCacheType) -> Void
+    ) {
+        let policy = containsPolicy
+        let caches = targets(policy)
+        if policy == .serial {
+            containsSerially(caches[...], key: key, cacheType: cacheType, completion: completion)
+            return
+        }
+        let found = Locked(ImageCacheType.none)
+        let countdown = Countdown(caches.count) { completion(found.withLock { $0 }) }
+        for cache in caches {
+            cache.containsImage(forKey: key, cacheType: cacheType) { levels in
+                found.withLock { $0.formUnion(levels) }
+                countdown.tick()
+            }
+        }
+    }
+
+    private func containsSerially(
+        _ caches: ArraySlice<any ImageCacheProtocol>, key: String, cacheType: ImageCacheType,
+        completion: @escaping @Sendable (ImageCacheType) -> Void
+    ) {
+        guard let cache = caches.first else { return completion(.none) }
+        cache.containsImage(forKey: key, cacheType: cacheType) { levels in
+            if levels != .none { return completion(levels) }
+            self.containsSerially(caches.dropFirst(), key: key, cacheType: cacheType, completion: completion)
+        }
+    }
+
+    /// Clears per ``clearPolicy``.
+    public func clear(cacheType: ImageCacheType, completion: (@Sendable () -> Void)?) {
+        let caches = targets(clearPolicy)
+        let countdown = Countdown(caches.count) { completion?() }
+        for cache in caches { cache.clear(cacheType: cacheType) { countdown.tick() } }
+    }
+}
+
+/// Runs `done` once after `count` ticks (at once for zero).
+final class Countdown: Sendable {
+    private let remaining: Mutex<Int>
+    private let done: @Sendable () -> Void
+
+    init(_ count: Int, _ done: @escaping @Sendable () -> Void) {
+        remaining = Mutex(count)
+        self.done = done
+        if count == 0 { done() }
+    }
+
+    func tick() {
+        let finished = remaining.withLock { value -> Bool in
+            value -= 1
+            return value == 0
+        }
+        if finished { done() }
+    }
+}

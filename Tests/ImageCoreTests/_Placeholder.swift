@@ -1,0 +1,1 @@
+// Placeholder so the package manifest resolves; replaced by the real tests.
