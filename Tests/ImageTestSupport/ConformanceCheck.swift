@@ -1,0 +1,70 @@
+import Foundation
+import ImageCore
+
+/// Checks one corpus row against a coder: the rules of `../shared/corpus/MANIFEST.md`.
+public enum ConformanceCheck {
+    /// The outcome of one row.
+    public struct Outcome: Sendable, CustomStringConvertible {
+        /// The row.
+        public let row: CorpusExpectation
+        /// True when the row's rule is met.
+        public let passed: Bool
+        /// What happened.
+        public let detail: String
+        /// "PASS/FAIL folder/file: detail".
+        public var description: String { "\(passed ? "PASS" : "FAIL") \(row): \(detail)" }
+    }
+
+    /// Decode options used for conformance: raw orientation (sizes are as stored), every frame decoded.
+    public static let options = ImageDecodeOptions(preloadAllFrames: true, applyOrientation: false)
+
+    /// Decodes `row`'s file with `coder` (every frame) and applies the row's rule.
+    ///
+    /// - `ok`: decodes at width x height with `frames` frames (APNG may decode as 1 frame when the coder reads
+    ///   only the default image; pass `acceptStillForAnimatedPNG`).
+    /// - `reject`: throws an ``ImageError``.
+    /// - `EITHER:`: a clean ``ImageError`` or a decode at the stated size.
+    /// - `BOMB:`: throws ``ImageError/Code/imageTooLarge``.
+    public static func check(
+        _ row: CorpusExpectation, coder: any ImageCoder, options: ImageDecodeOptions = ConformanceCheck.options,
+        acceptStillForAnimatedPNG: Bool = false
+    ) -> Outcome {
+        let data: Data
+        do {
+            data = try Data(contentsOf: row.url)
+        } catch {
+            return Outcome(row: row, passed: false, detail: "cannot read file: \(error)")
+        }
+        let result: Result<Image, any Error> = Result {
+            let image = try CodersManager.decode(data, with: coder, options: options)
+            for index in 0..<image.frameCount { _ = try image.frame(at: index) }
+            return image
+        }
+        switch result {
+        case .success(let image):
+            let sizeOK = image.width == row.width && image.height == row.height
+            let framesOK =
+                image.frameCount == row.frames
+                || (acceptStillForAnimatedPNG && row.url.pathExtension.lowercased() == "png" && image.frameCount == 1)
+            let got = "decoded \(image.width)x\(image.height), \(image.frameCount) frame(s)"
+            if row.isBomb { return Outcome(row: row, passed: false, detail: "bomb was decoded: \(got)") }
+            if row.verdict == .ok || row.isEither {
+                let passed = sizeOK && (framesOK || row.verdict == .reject)
+                return Outcome(
+                    row: row, passed: passed,
+                    detail: passed ? got : "\(got), expected \(row.width)x\(row.height), \(row.frames) frame(s)")
+            }
+            return Outcome(row: row, passed: false, detail: "expected rejection, \(got)")
+        case .failure(let error):
+            guard let imageError = error as? ImageError else {
+                return Outcome(row: row, passed: false, detail: "non-ImageError thrown: \(error)")
+            }
+            if row.isBomb {
+                let passed = imageError.code == .imageTooLarge
+                return Outcome(row: row, passed: passed, detail: "\(imageError)")
+            }
+            let passed = row.verdict == .reject || row.isEither
+            return Outcome(row: row, passed: passed, detail: "\(imageError)")
+        }
+    }
+}
