@@ -1,0 +1,148 @@
+import Foundation
+
+/// The main line of the SDK: URL → cache query → download → decode → transform → store → completion.
+///
+/// Every stage is a plugin: the cache (``ImageCacheProtocol``), the loader (``ImageLoader``), the coders
+/// (``CodersManager``), the transformer, cache-key filter, serializer and options processor. Identical work is
+/// done once: concurrent loads of one URL share one download and one decode per distinct decode options, and one
+/// transform + store per distinct transformer; cancelling one load only detaches it.
+///
+/// Threading: every method is thread-safe. `loadImage` returns quickly; memory hits complete before it returns.
+/// Decoding, transforming and serializing run on ``WorkPool/cpu`` (bounded, never the cooperative pool); cache
+/// I/O runs on the caches' queues; callbacks go to the context's ``CallbackQueue`` (default ``CallbackQueue/current``).
+public final class ImageManager: Sendable {
+    private struct Defaults: Sendable {
+        var cache: (any ImageCacheProtocol)?
+        var loader: (any ImageLoader)?
+    }
+
+    private static let defaults = Locked(Defaults())
+
+    /// The cache a manager created without arguments uses (default: an empty ``CachesManager``, i.e. no caching).
+    ///
+    /// Set it before the first use of ``shared``: the shared manager reads it once, when created.
+    public static var defaultImageCache: any ImageCacheProtocol {
+        get { defaults.withLock { $0.cache } ?? CachesManager() }
+        set { defaults.withLock { $0.cache = newValue } }
+    }
+
+    /// The loader a manager created without arguments uses (default: ``LoadersManager/shared``).
+    public static var defaultImageLoader: any ImageLoader {
+        get { defaults.withLock { $0.loader } ?? LoadersManager.shared }
+        set { defaults.withLock { $0.loader = newValue } }
+    }
+
+    /// The shared manager, created on first use from ``defaultImageCache`` and ``defaultImageLoader``.
+    public static let shared = ImageManager()
+
+    /// The cache of this manager.
+    public let imageCache: any ImageCacheProtocol
+    /// The loader of this manager.
+    public let imageLoader: any ImageLoader
+
+    struct Settings: Sendable {
+        var transformer: (any Transformer)?
+        var cacheKeyFilter: (any CacheKeyFilter)?
+        var cacheSerializer: (any CacheSerializer)?
+        var optionsProcessor: (any OptionsProcessor)?
+        weak var delegate: (any ImageManagerDelegate)?
+        var log: @Sendable (String) -> Void = { message in
+            FileHandle.standardError.write(Data("[ImageManager] \(message)\n".utf8))
+        }
+    }
+
+    let settings = Locked(Settings())
+    let failedURLs = Locked(FailedURLList())
+    let jobs = Locked([String: FetchJob]())
+    let running = Locked([ObjectIdentifier: ImageLoadOperation]())
+    let idSource = Locked<UInt64>(0)
+
+    /// Creates a manager over `cache` and `loader`.
+    public init(cache: any ImageCacheProtocol, loader: any ImageLoader) {
+        self.imageCache = cache
+        self.imageLoader = loader
+    }
+
+    /// Creates a manager from ``defaultImageCache`` and ``defaultImageLoader``.
+    public convenience init() {
+        self.init(cache: ImageManager.defaultImageCache, loader: ImageManager.defaultImageLoader)
+    }
+
+    /// The transformer applied to every load whose context names none.
+    public var transformer: (any Transformer)? {
+        get { settings.withLock { $0.transformer } }
+        set { settings.withLock { $0.transformer = newValue } }
+    }
+    /// The cache-key filter for loads whose context names none.
+    public var cacheKeyFilter: (any CacheKeyFilter)? {
+        get { settings.withLock { $0.cacheKeyFilter } }
+        set { settings.withLock { $0.cacheKeyFilter = newValue } }
+    }
+    /// The serializer for loads whose context names none (default: ``DefaultCacheSerializer``).
+    public var cacheSerializer: (any CacheSerializer)? {
+        get { settings.withLock { $0.cacheSerializer } }
+        set { settings.withLock { $0.cacheSerializer = newValue } }
+    }
+    /// Rewrites options and context of every load, after the manager's defaults are merged.
+    public var optionsProcessor: (any OptionsProcessor)? {
+        get { settings.withLock { $0.optionsProcessor } }
+        set { settings.withLock { $0.optionsProcessor = newValue } }
+    }
+    /// Vetoes downloads and overrides failed-URL decisions; held weakly.
+    public var delegate: (any ImageManagerDelegate)? {
+        get { settings.withLock { $0.delegate } }
+        set { settings.withLock { $0.delegate = newValue } }
+    }
+    /// Receives warnings the manager does not fail a load for (e.g. a cache store error). Default: stderr.
+    public var logHandler: @Sendable (String) -> Void {
+        get { settings.withLock { $0.log } }
+        set { settings.withLock { $0.log = newValue } }
+    }
+
+    /// The failed-URL list's time to live in seconds (default 1 hour).
+    public var failedURLTTL: TimeInterval {
+        get { failedURLs.withLock { $0.ttl } }
+        set { failedURLs.withLock { $0.ttl = newValue } }
+    }
+    /// The failed-URL list's capacity (default 1,000 URLs; the oldest entry goes first).
+    public var failedURLCapacity: Int {
+        get { failedURLs.withLock { $0.capacity } }
+        set { failedURLs.withLock { $0.capacity = max(1, newValue) } }
+    }
+
+    /// True when `url` is on the failed-URL list.
+    public func isFailedURL(_ url: URL) -> Bool { failedURLs.withLock { $0.contains(url) } }
+    /// Takes `url` off the failed-URL list.
+    public func removeFailedURL(_ url: URL) { failedURLs.withLock { $0.remove(url) } }
+    /// Empties the failed-URL list.
+    public func removeAllFailedURLs() { failedURLs.withLock { $0.removeAll() } }
+
+    /// True while any load or shared fetch is in progress.
+    public var isRunning: Bool {
+        running.withLock { !$0.isEmpty } || jobs.withLock { !$0.isEmpty }
+    }
+
+    /// Cancels every running load of this manager; each completes with `cancelled`.
+    public func cancelAll() {
+        let operations = running.withLock { Array($0.values) }
+        for operation in operations { operation.cancel() }
+    }
+
+    /// The cache key the manager uses for `url` under `context` (filter, thumbnail and transformer applied).
+    ///
+    /// Returns nil for a nil URL or when the filter makes the URL uncacheable.
+    public func cacheKey(for url: URL?, context: ImageContext? = nil) -> String? {
+        guard let url else { return nil }
+        let merged = mergedContext(context ?? ImageContext())
+        return LoadPlan.keys(for: url, context: merged).key
+    }
+
+    func nextID() -> UInt64 {
+        idSource.withLock {
+            $0 &+= 1
+            return $0
+        }
+    }
+
+    func log(_ message: String) { settings.withLock { $0.log }(message) }
+}
