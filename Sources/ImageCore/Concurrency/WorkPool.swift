@@ -1,24 +1,23 @@
 import Foundation
-import Dispatch
-import Synchronization
 
-/// A bounded pool for blocking work (decoding, encoding, transforming, file I/O).
+/// A bounded pool of dedicated threads for blocking work (decoding, encoding, transforming, file I/O).
 ///
-/// Work runs on Dispatch threads, never on Swift's cooperative pool, and at most `maxConcurrent` jobs run at
-/// once; the rest wait in a FIFO without holding a thread (so 200 slow decodes take 2 threads, not 200).
-/// Thread-safe.
-public final class WorkPool: Sendable {
-    private struct State {
-        var queue: [@Sendable () -> Void] = []
-        var head = 0
-        var running = 0
-    }
+/// Work never runs on Swift's cooperative pool nor on Dispatch's shared worker threads (whose width on Linux is
+/// the core count, so blocking there would starve every other queue). At most `maxConcurrent` jobs run at once;
+/// the rest wait in a FIFO without holding a thread. Threads start on demand and exit after ``idleTimeout``
+/// seconds without work. Thread-safe.
+public final class WorkPool: @unchecked Sendable {
+    // @unchecked Sendable: every mutable field below is only touched while `condition` is locked.
+    private let condition = NSCondition()
+    private var queue: [@Sendable () -> Void] = []
+    private var head = 0
+    private var threads = 0
+    private var idle = 0
 
     /// The most jobs that run at once.
     public let maxConcurrent: Int
     private let label: String
-    private let dispatchQueue: DispatchQueue
-    private let state = Mutex(State())
+    private let qualityOfService: QualityOfService
 
     /// The pool for CPU work, sized to the active processor count.
     public static let cpu = WorkPool(label: "image.cpu", maxConcurrent: ProcessInfo.processInfo.activeProcessorCount)
@@ -27,26 +26,33 @@ public final class WorkPool: Sendable {
     public static let io = WorkPool(label: "image.io", maxConcurrent: 4, qos: .utility)
 
     /// Creates a pool.
-    public init(label: String, maxConcurrent: Int, qos: DispatchQoS = .userInitiated) {
+    public init(label: String, maxConcurrent: Int, qos: QualityOfService = .userInitiated) {
         self.label = label
         self.maxConcurrent = max(1, maxConcurrent)
-        self.dispatchQueue = DispatchQueue(label: label, qos: qos, attributes: .concurrent)
+        self.qualityOfService = qos
     }
 
-    /// Number of jobs waiting for a slot.
-    public var pendingCount: Int { state.withLock { $0.queue.count - $0.head } }
+    /// Number of jobs waiting for a thread.
+    public var pendingCount: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return queue.count - head
+    }
 
-    /// Runs `job` when a slot is free.
+    /// Runs `job` on a pool thread when one is free.
     public func submit(_ job: @escaping @Sendable () -> Void) {
-        let startWorker = state.withLock { state -> Bool in
-            state.queue.append(job)
-            if state.running < maxConcurrent {
-                state.running += 1
-                return true
-            }
-            return false
+        condition.lock()
+        queue.append(job)
+        let spawn = idle == 0 && threads < maxConcurrent
+        if spawn { threads += 1 }
+        condition.signal()
+        condition.unlock()
+        if spawn {
+            let thread = Thread { [self] in workerLoop() }
+            thread.name = label
+            thread.qualityOfService = qualityOfService
+            thread.start()
         }
-        if startWorker { dispatchQueue.async { self.drain() } }
     }
 
     /// Runs `body` on the pool and returns its result to an async caller.
@@ -56,25 +62,33 @@ public final class WorkPool: Sendable {
         }
     }
 
-    private func drain() {
-        while let job = next() { job() }
-    }
+    /// Seconds an idle thread waits for work before it exits.
+    public static let idleTimeout: TimeInterval = 10
 
-    private func next() -> (@Sendable () -> Void)? {
-        state.withLock { state in
-            guard state.head < state.queue.count else {
-                state.running -= 1
-                state.queue.removeAll(keepingCapacity: true)
-                state.head = 0
-                return nil
+    private func workerLoop() {
+        while true {
+            condition.lock()
+            while head == queue.count {
+                idle += 1
+                let signalled = condition.wait(until: Date().addingTimeInterval(Self.idleTimeout))
+                idle -= 1
+                if !signalled && head == queue.count {
+                    threads -= 1
+                    condition.unlock()
+                    return
+                }
             }
-            let job = state.queue[state.head]
-            state.head += 1
-            if state.head > 1024 && state.head * 2 > state.queue.count {
-                state.queue.removeFirst(state.head)
-                state.head = 0
+            let job = queue[head]
+            head += 1
+            if head == queue.count {
+                queue.removeAll(keepingCapacity: true)
+                head = 0
+            } else if head > 1024 && head * 2 > queue.count {
+                queue.removeFirst(head)
+                head = 0
             }
-            return job
+            condition.unlock()
+            job()
         }
     }
 }

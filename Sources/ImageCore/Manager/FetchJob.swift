@@ -21,7 +21,17 @@ struct FetchSource: Sendable {
 /// A decode is shared by loads with equal decode options and coder.
 struct DecodeKey: Hashable, Sendable {
     var options: ImageDecodeOptions
-    var customCoder: Bool
+    /// The context's coder (instance identity for classes, type for values); nil for ``CodersManager/shared``.
+    var coder: ObjectIdentifier?
+
+    init(options: ImageDecodeOptions, coder: (any ImageCoder)?) {
+        self.options = options
+        guard let coder else {
+            self.coder = nil
+            return
+        }
+        self.coder = type(of: coder) is AnyClass ? ObjectIdentifier(coder as AnyObject) : ObjectIdentifier(type(of: coder))
+    }
 }
 
 /// A product (transform + store) is shared by loads with equal decode key, cache key and store settings.
@@ -176,7 +186,7 @@ final class FetchJob: Sendable {
     }
 
     private func run(_ work: @escaping @Sendable () -> Void) {
-        if runsInline { work() } else { WorkPool.cpu.submit(work) }
+        if runsInline { work() } else { manager.workPool.submit(work) }
     }
 
     private func deliver(_ product: FetchProduct, to subscriber: FetchSubscriber, source: ImageCacheType) {
@@ -269,7 +279,7 @@ extension FetchJob {
             progressive.busy = true
             return true
         }
-        if start { WorkPool.cpu.submit { self.drainPreviews(options: options) } }
+        if start { manager.workPool.submit { self.drainPreviews(options: options) } }
     }
 
     private func drainPreviews(options: ImageDecodeOptions) {

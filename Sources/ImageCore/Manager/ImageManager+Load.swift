@@ -191,7 +191,8 @@ extension ImageManager {
         }
         if plan.isolatesDownload { keyParts.append("isolated:\(nextID())") }
         let loaderContext = context
-        subscribe(operation, plan, jobKey: keyParts.joined(separator: "|"), inline: false) { job in
+        let recheck = cached == nil ? memoryRecheck(plan) : nil
+        subscribe(operation, plan, jobKey: keyParts.joined(separator: "|"), inline: false, recheck: recheck) { job in
             plan.loader.requestImage(
                 with: url, options: plan.options, context: loaderContext,
                 progress: { job.progress($0) },
@@ -222,12 +223,18 @@ extension ImageManager {
 
     // MARK: Jobs
 
+    /// Joins the job under `jobKey`, or starts it.
+    ///
+    /// `recheck` closes the window between a cache miss and a job that finished meanwhile: a job stores its result
+    /// in memory before it ends, so when no job is running the memory level is asked again, and when a job with
+    /// this key ended between that look and taking the registry lock, the look is repeated. Without it, 10,000 loads of 100 URLs would download some URLs twice.
     private func subscribe(
         _ operation: ImageLoadOperation, _ plan: LoadPlan, jobKey: String, inline: Bool,
+        recheck: (@Sendable () -> ImageResult?)? = nil,
         startSource: @escaping @Sendable (FetchJob) -> (any ImageOperation)?
     ) {
         let id = nextID()
-        let decodeKey = DecodeKey(options: plan.decodeOptions, customCoder: plan.coder != nil)
+        let decodeKey = DecodeKey(options: plan.decodeOptions, coder: plan.coder)
         let productKey = ProductKey(
             decode: decodeKey, cacheKey: plan.key, transformerKey: plan.transformer?.transformerKey,
             transformAnimated: plan.options.contains(.transformAnimatedImage),
@@ -236,24 +243,53 @@ extension ImageManager {
             id: id, decodeKey: decodeKey, productKey: productKey,
             waitsForStore: plan.options.contains(.waitStoreCache),
             info: FetchSubscriber(operation: operation, plan: plan))
-        let (job, actions) = jobs.withLock { jobs -> (FetchJob, [FetchJob.Machine.Action]) in
-            if let existing = jobs[jobKey], let actions = existing.subscribe(subscriber) {
-                return (existing, actions)
+        var attempts = 0
+        while true {
+            let seen = jobs.withLock { $0.generation }
+            if let recheck, jobs.withLock({ $0.jobs[jobKey] == nil }), let hit = recheck() {
+                return operation.finish(.success(hit))
             }
-            let job = FetchJob(key: jobKey, manager: self, runsInline: inline, startSource: startSource)
-            jobs[jobKey] = job
-            return (job, job.subscribe(subscriber) ?? [])
+            let joined = jobs.withLock { registry -> (FetchJob, [FetchJob.Machine.Action])? in
+                if let existing = registry.jobs[jobKey], let actions = existing.subscribe(subscriber) {
+                    return (existing, actions)
+                }
+                if recheck != nil && registry.ended(jobKey, since: seen) && attempts < 100 { return nil }
+                let job = FetchJob(key: jobKey, manager: self, runsInline: inline, startSource: startSource)
+                registry.jobs[jobKey] = job
+                return (job, job.subscribe(subscriber) ?? [])
+            }
+            guard let (job, actions) = joined else {
+                attempts += 1
+                continue
+            }
+            if !operation.attach(job: job, id: id) {
+                job.cancel(id)
+                return
+            }
+            return job.performAndSettle(actions)
         }
-        if !operation.attach(job: job, id: id) {
-            job.cancel(id)
-            return
-        }
-        job.performAndSettle(actions)
     }
 
     func removeJob(_ job: FetchJob) {
-        jobs.withLock { jobs in
-            if jobs[job.key] === job { jobs[job.key] = nil }
+        jobs.withLock { registry in
+            if registry.jobs[job.key] === job { registry.jobs[job.key] = nil }
+            registry.recordEnd(job.key)
+        }
+    }
+
+    /// Asks the memory level again, synchronously; nil when it misses or would answer asynchronously.
+    private func memoryRecheck(_ plan: LoadPlan) -> (@Sendable () -> ImageResult?)? {
+        guard let key = plan.key, plan.queryCacheType.contains(.memory), !plan.options.contains(.fromLoaderOnly) else {
+            return nil
+        }
+        return {
+            let found = Locked<Image?>(nil)
+            _ = plan.cache.queryImage(forKey: key, options: [], context: plan.context, cacheType: .memory) { result in
+                if case .success(let hit?) = result, let image = hit.image { found.withLock { $0 = image } }
+            }
+            return found.value.map {
+                ImageResult(image: $0, data: nil, cacheType: .memory, url: plan.url, cacheKey: key)
+            }
         }
     }
 }

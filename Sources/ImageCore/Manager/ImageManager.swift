@@ -53,14 +53,41 @@ public final class ImageManager: Sendable {
 
     let settings = Locked(Settings())
     let failedURLs = Locked(FailedURLList())
-    let jobs = Locked([String: FetchJob]())
+    /// Running fetch jobs by key, and when each key's last job ended (see `subscribe`).
+    struct JobRegistry: Sendable {
+        var jobs: [String: FetchJob] = [:]
+        var generation: UInt64 = 0
+        var endedAt: [String: UInt64] = [:]
+        /// Generation of the last pruning of `endedAt`; a key looked at before it may have ended unseen.
+        var prunedAt: UInt64 = 0
+
+        /// True when a job under `key` ended after generation `seen`.
+        func ended(_ key: String, since seen: UInt64) -> Bool {
+            (endedAt[key] ?? 0) > seen || prunedAt > seen
+        }
+
+        mutating func recordEnd(_ key: String) {
+            generation &+= 1
+            if endedAt.count >= 4096 {
+                endedAt.removeAll(keepingCapacity: true)
+                prunedAt = generation
+            }
+            endedAt[key] = generation
+        }
+    }
+
+    let jobs = Locked(JobRegistry())
     let running = Locked([ObjectIdentifier: ImageLoadOperation]())
     let idSource = Locked<UInt64>(0)
 
-    /// Creates a manager over `cache` and `loader`.
-    public init(cache: any ImageCacheProtocol, loader: any ImageLoader) {
+    /// The pool that runs this manager's decodes, transforms and serializer encodes.
+    public let workPool: WorkPool
+
+    /// Creates a manager over `cache` and `loader`; CPU work runs on `workPool` (default ``WorkPool/cpu``).
+    public init(cache: any ImageCacheProtocol, loader: any ImageLoader, workPool: WorkPool = .cpu) {
         self.imageCache = cache
         self.imageLoader = loader
+        self.workPool = workPool
     }
 
     /// Creates a manager from ``defaultImageCache`` and ``defaultImageLoader``.
@@ -119,7 +146,7 @@ public final class ImageManager: Sendable {
 
     /// True while any load or shared fetch is in progress.
     public var isRunning: Bool {
-        running.withLock { !$0.isEmpty } || jobs.withLock { !$0.isEmpty }
+        running.withLock { !$0.isEmpty } || jobs.withLock { !$0.jobs.isEmpty }
     }
 
     /// Cancels every running load of this manager; each completes with `cancelled`.

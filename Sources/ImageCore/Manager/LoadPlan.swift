@@ -71,7 +71,7 @@ struct LoadPlan: Sendable {
         callbackQueue = context.callbackQueue ?? .current
         let isolatingKeys: [ImageContextOption] = [
             .imageLoader, .downloadRequestModifier, .downloadResponseModifier, .downloadDecryptor, .imageCache,
-            .originalImageCache, .imageCoder, .cacheSerializer,
+            .originalImageCache, .cacheSerializer,
         ]
         isolatesDownload = isolatingKeys.contains { requestContext[$0] != nil }
     }

@@ -1,1 +1,0 @@
-// Placeholder so the package manifest resolves; replaced by the real tests.
