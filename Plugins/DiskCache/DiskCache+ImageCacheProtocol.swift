@@ -1,0 +1,112 @@
+import Foundation
+import ImageCore
+
+extension DiskCache {
+    /// Looks `key` up on disk when `cacheType` has `.disk`.
+    ///
+    /// Answers on the read pool, or on the caller's thread before returning with
+    /// ``ImageCore/ImageOptions/queryDiskDataSync``. A hit carries the bytes and metadata, never an image (the
+    /// manager decodes). Corrupt and expired entries are misses; an unreadable file is a `cacheFailure`.
+    /// Returns an operation that cancels a read not yet started (the completion then gets `cancelled`), or nil
+    /// when the query completed before returning.
+    @discardableResult
+    public func queryImage(
+        forKey key: String, options: ImageOptions, context: ImageContext, cacheType: ImageCacheType,
+        completion: @escaping @Sendable (Result<CacheQueryResult?, ImageError>) -> Void
+    ) -> (any ImageOperation)? {
+        guard cacheType.contains(.disk) else {
+            completion(.success(nil))
+            return nil
+        }
+        if options.contains(.queryDiskDataSync) {
+            completion(queryResult(forKey: key))
+            return nil
+        }
+        let operation = CancellableOperation()
+        readPool.submit {
+            if operation.isCancelled { return completion(.failure(.cancelled(stage: .cacheQuery))) }
+            completion(self.queryResult(forKey: key))
+        }
+        return operation
+    }
+
+    private func queryResult(forKey key: String) -> Result<CacheQueryResult?, ImageError> {
+        Result { () throws(ImageError) in
+            try entry(forKey: key).map {
+                CacheQueryResult(image: nil, data: $0.data, metadata: $0.metadata, cacheType: .disk)
+            }
+        }
+    }
+
+    /// Stores `data` with `metadata` when `cacheType` has `.disk` and `data` is not nil; `image` is ignored.
+    ///
+    /// Visible to queries at once; written on the write queue, after which the completion runs there (await it
+    /// for ``ImageCore/ImageOptions/waitStoreCache``). A failure leaves the previous entry intact.
+    public func store(
+        _ image: Image?, data: Data?, metadata: CacheEntryMetadata?, forKey key: String, cacheType: ImageCacheType,
+        completion: (@Sendable (Result<Void, ImageError>) -> Void)?
+    ) {
+        guard cacheType.contains(.disk), let data else {
+            completion?(.success(()))
+            return
+        }
+        let name = DiskFileNaming.fileName(forKey: key)
+        let now = now()
+        var visible = metadataToWrite(metadata, key: key, now: now)
+        visible.size = data.count
+        visible.lastAccess = Date(timeIntervalSince1970: now)
+        let generation = markPending(name, entry: DiskCacheEntry(data: data, metadata: visible))
+        writeQueue.async {
+            let result = self.performStore(name: name, key: key, data: data, metadata: metadata)
+            self.clearPending(name, generation: generation)
+            completion?(result)
+        }
+    }
+
+    /// Removes `key` when `cacheType` has `.disk`; queries miss at once, the file goes on the write queue.
+    public func removeImage(forKey key: String, cacheType: ImageCacheType, completion: (@Sendable () -> Void)?) {
+        guard cacheType.contains(.disk) else {
+            completion?()
+            return
+        }
+        let name = DiskFileNaming.fileName(forKey: key)
+        let generation = markPending(name, entry: nil)
+        writeQueue.async {
+            self.performRemove(name: name)
+            self.clearPending(name, generation: generation)
+            completion?()
+        }
+    }
+
+    /// Reports `.disk` when `cacheType` has it and an unexpired entry exists; answers on the read pool.
+    public func containsImage(
+        forKey key: String, cacheType: ImageCacheType, completion: @escaping @Sendable (ImageCacheType) -> Void
+    ) {
+        guard cacheType.contains(.disk) else { return completion(.none) }
+        readPool.submit { completion(self.containsData(forKey: key) ? .disk : .none) }
+    }
+
+    /// Removes every entry when `cacheType` has `.disk`; queries miss at once, the files go on the write queue.
+    public func clear(cacheType: ImageCacheType, completion: (@Sendable () -> Void)?) {
+        guard cacheType.contains(.disk) else {
+            completion?()
+            return
+        }
+        let generation = state.withLock { state -> UInt64 in
+            state.clearsInFlight += 1
+            // Stores queued before the clear are wiped by it; hide them now.
+            for name in state.pending.keys {
+                state.pending[name] = DiskCacheState.Pending(generation: state.generation &+ 1, entry: nil)
+            }
+            return state.nextGeneration()
+        }
+        writeQueue.async {
+            self.performRemoveAll()
+            self.state.withLock { state in
+                state.clearsInFlight -= 1
+                state.pending = state.pending.filter { $0.value.generation > generation }
+            }
+            completion?()
+        }
+    }
+}

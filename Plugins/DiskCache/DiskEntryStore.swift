@@ -1,0 +1,239 @@
+import Foundation
+import ImageCore
+
+/// One entry read from disk: the bytes as stored and their metadata.
+public struct DiskCacheEntry: Sendable {
+    /// The stored bytes.
+    public var data: Data
+    /// The metadata stored with them; `size` is the byte count and `lastAccess` the access time the cache
+    /// maintains.
+    public var metadata: CacheEntryMetadata
+
+    /// Creates an entry.
+    public init(data: Data, metadata: CacheEntryMetadata) {
+        self.data = data
+        self.metadata = metadata
+    }
+}
+
+/// What a sweep found and did.
+struct SweepReport {
+    /// Bytes of entry files left.
+    var totalSize = 0
+    /// Entry files left.
+    var count = 0
+    /// Files removed (expired, over the limit, stale temporaries, foreign).
+    var removed = 0
+}
+
+/// The blocking file work of a ``DiskCache``: read, write, remove and sweep entry files in one directory.
+///
+/// Stateless (all state is on disk), so it is safe from any thread and any number of processes: entries are
+/// published by rename, a reader holds an open descriptor, and every step tolerates files that vanish.
+struct DiskEntryStore: Sendable {
+    /// Temporary files older than this are leftovers of a crashed writer.
+    static let staleTemporaryAge: TimeInterval = 600
+    /// Marks a directory the cache owns. Only in an owned directory does a sweep remove foreign files, so a
+    /// cache pointed at a directory full of other files by mistake never deletes them.
+    static let markerName = ".webimage-cache"
+
+    let directory: String
+    let fs: DiskFileSystem
+    let maxDiskAge: TimeInterval?
+    let accessTimeGranularity: TimeInterval
+    let fsyncOnWrite: Bool
+    /// True when a test clock is in use, so writes stamp the access time themselves.
+    let stampsWrites: Bool
+
+    func path(_ name: String) -> String { directory + "/" + name }
+
+    // MARK: Read
+
+    /// Reads the entry file `name` for `key`; nil on a miss. Expired, truncated, garbage and foreign-key files
+    /// are misses and are removed; `onCorrupt` is called for the last three.
+    func read(name: String, key: String, now: Double, onCorrupt: () -> Void = {}) throws -> DiskCacheEntry? {
+        let path = path(name)
+        guard let fd = try fs.openForReading(path) else { return nil }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw DiskCacheIOError(operation: "fstat", path: path, errno: errno) }
+        let size = Int(info.st_size)
+        let accessTime = info.st_mtim.seconds
+        if let maxDiskAge, now - accessTime > maxDiskAge {
+            removeIfUnchanged(path, info)
+            return nil
+        }
+        guard size >= DiskEntryCodec.fixedHeaderSize, (info.st_mode & S_IFMT) == S_IFREG else {
+            onCorrupt()
+            removeIfUnchanged(path, info)
+            return nil
+        }
+        let base = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 16)
+        var handedOff = false
+        defer { if !handedOff { base.deallocate() } }
+        guard try fs.readAll(fd, into: base, count: size, path: path),
+            let parsed = DiskEntryCodec.parse(UnsafeRawBufferPointer(start: base, count: size)),
+            parsed.metadata.originalKey == key
+        else {
+            onCorrupt()
+            removeIfUnchanged(path, info)
+            return nil
+        }
+        var metadata = parsed.metadata
+        let offset = parsed.bodyOffset
+        if now - accessTime >= accessTimeGranularity {
+            fs.setAccessTime(fd, to: now)
+            metadata.lastAccess = Date(timeIntervalSince1970: now)
+        } else {
+            metadata.lastAccess = Date(timeIntervalSince1970: accessTime)
+        }
+        let bodyCount = size - offset
+        guard bodyCount > 0 else { return DiskCacheEntry(data: Data(), metadata: metadata) }
+        // Hand the buffer to Data without copying; the deallocator finds the allocation from the body pointer.
+        handedOff = true
+        let data = Data(
+            bytesNoCopy: base + offset, count: bodyCount,
+            deallocator: .custom { body, _ in (body - offset).deallocate() })
+        return DiskCacheEntry(data: data, metadata: metadata)
+    }
+
+    /// True when `name` exists as a regular file that has not expired.
+    func contains(name: String, now: Double) -> Bool {
+        guard let info = try? fs.status(path(name)), (info.st_mode & S_IFMT) == S_IFREG else { return false }
+        if let maxDiskAge, now - info.st_mtim.seconds > maxDiskAge { return false }
+        return true
+    }
+
+    /// Removes `path` only if it is still the file described by `info` (another process may have replaced it
+    /// with a good entry since we opened it).
+    private func removeIfUnchanged(_ path: String, _ info: stat) {
+        guard let current = try? fs.status(path), current.st_ino == info.st_ino, current.st_dev == info.st_dev
+        else { return }
+        _ = try? fs.remove(path)
+    }
+
+    // MARK: Write
+
+    /// Writes an entry atomically: a temporary file in the directory, then a rename over `name`.
+    ///
+    /// On any failure the temporary file is removed and the previous entry is untouched. Recreates the directory
+    /// when it was deleted.
+    /// - Returns: bytes written and bytes of the entry it replaced.
+    func write(name: String, data: Data, metadata: CacheEntryMetadata, now: Double) throws -> (
+        written: Int, replaced: Int
+    ) {
+        let header = DiskEntryCodec.header(for: metadata, bodyLength: data.count)
+        let temporary = path(DiskFileNaming.temporaryName())
+        let fd: Int32
+        do {
+            fd = try fs.createExclusive(temporary)
+        } catch let error as DiskCacheIOError where error.errno == ENOENT {
+            try makeOwnedDirectory()
+            fd = try fs.createExclusive(temporary)
+        }
+        var published = false
+        defer { if !published { _ = try? fs.remove(temporary) } }
+        do {
+            try header.withUnsafeBytes { try fs.writeAll(fd, $0, path: temporary) }
+            try data.withUnsafeBytes { try fs.writeAll(fd, $0, path: temporary) }
+            if stampsWrites { fs.setAccessTime(fd, to: now) }
+            if fsyncOnWrite { try fs.sync(fd, path: temporary) }
+        } catch {
+            close(fd)
+            throw error
+        }
+        try fs.closeChecked(fd, path: temporary)
+        let final = path(name)
+        let replaced = (try? fs.status(final)).flatMap { $0 }.map { Int($0.st_size) } ?? 0
+        try fs.move(temporary, to: final)
+        published = true
+        if fsyncOnWrite { syncDirectory() }
+        return (header.count + data.count, replaced)
+    }
+
+    /// Creates the directory and marks it as the cache's own.
+    func makeOwnedDirectory() throws {
+        try fs.makeDirectory(directory)
+        writeMarker()
+    }
+
+    private func writeMarker() {
+        guard let fd = try? fs.createExclusive(path(Self.markerName)) else { return }
+        close(fd)
+    }
+
+    private func syncDirectory() {
+        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        _ = fsync(fd)
+        close(fd)
+    }
+
+    /// Removes entry `name`; returns the bytes it held (0 when absent).
+    func remove(name: String) throws -> Int {
+        let path = path(name)
+        guard let info = try fs.status(path) else { return 0 }
+        return try fs.remove(path) ? Int(info.st_size) : 0
+    }
+
+    // MARK: Sweep
+
+    /// Walks the directory: removes expired entries, stale temporaries and (in an owned directory) foreign files,
+    /// then, when the entries exceed `maxSize` (> 0), removes the least recently accessed until they fit in
+    /// `lowWater`. An empty directory becomes owned.
+    ///
+    /// A missing directory is empty (the next write recreates it). Files that vanish meanwhile (another process)
+    /// are simply skipped.
+    func sweep(now: Double, maxSize: Int, lowWater: Int, removeEverything: Bool = false) throws -> SweepReport {
+        guard let listing = try fs.listDirectory(directory) else { return SweepReport() }
+        var owned = listing.files.contains { $0.name == Self.markerName }
+        if !owned && listing.files.isEmpty && listing.others.isEmpty {
+            writeMarker()
+            owned = true
+        }
+        var report = SweepReport()
+        var live: [DirectoryItem] = []
+        live.reserveCapacity(listing.files.count)
+        for item in listing.files where item.name != Self.markerName {
+            let isEntry = DiskFileNaming.isEntryName(item.name)
+            let drop: Bool
+            if isEntry {
+                drop = removeEverything || maxDiskAge.map { now - item.accessTime > $0 } ?? false
+            } else if item.name.hasPrefix(DiskFileNaming.temporaryPrefix) {
+                drop = now - item.accessTime > Self.staleTemporaryAge
+            } else {
+                drop = owned
+            }
+            if drop {
+                if (try? fs.remove(path(item.name))) != nil { report.removed += 1 }
+            } else if isEntry {
+                live.append(item)
+                report.totalSize += item.size
+            }
+        }
+        report.count = live.count
+        guard maxSize > 0, report.totalSize > maxSize else { return report }
+        live.sort { $0.accessTime < $1.accessTime }
+        for item in live {
+            guard report.totalSize > lowWater else { break }
+            // A file already gone (another process swept it) counts as removed too.
+            guard (try? fs.remove(path(item.name))) != nil else { continue }
+            report.totalSize -= item.size
+            report.count -= 1
+            report.removed += 1
+        }
+        return report
+    }
+
+    /// Size and count of the entry files now in the directory.
+    func measure() throws -> (size: Int, count: Int) {
+        guard let listing = try fs.listDirectory(directory) else { return (0, 0) }
+        var size = 0
+        var count = 0
+        for item in listing.files where DiskFileNaming.isEntryName(item.name) {
+            size += item.size
+            count += 1
+        }
+        return (size, count)
+    }
+}

@@ -1,0 +1,214 @@
+import Foundation
+import Synchronization
+
+/// A failed system call: which operation, on which path, with which `errno`.
+public struct DiskCacheIOError: Error, Sendable, CustomStringConvertible, Hashable {
+    /// The operation that failed, e.g. `"write"`.
+    public let operation: String
+    /// The file or directory it acted on.
+    public let path: String
+    /// The POSIX error number (`ENOSPC`, `EROFS`, …).
+    public let errno: Int32
+
+    /// Creates an error.
+    public init(operation: String, path: String, errno: Int32) {
+        self.operation = operation
+        self.path = path
+        self.errno = errno
+    }
+
+    /// "write /path: No space left on device (errno 28)".
+    public var description: String {
+        "\(operation) \(path): \(String(cString: strerror(errno))) (errno \(errno))"
+    }
+}
+
+/// The file operations the cache performs, as named by the fault injector.
+enum DiskOperation: String, Sendable, Hashable {
+    case open, create, write, fsync, close, rename, unlink, mkdir, read, stat, readdir
+}
+
+/// A test seam: makes chosen operations fail with a chosen `errno`, as a full or read-only disk would.
+///
+/// Thread-safe (a `Mutex` holds the rules). Used through ``DiskCacheConfiguration``'s internal `faults`.
+final class DiskFaultInjector: Sendable {
+    private let rules = Mutex<[DiskOperation: Int32]>([:])
+
+    /// Makes `operation` fail with `errno` until cleared.
+    func fail(_ operation: DiskOperation, errno: Int32) { rules.withLock { $0[operation] = errno } }
+    /// Removes every rule.
+    func clear() { rules.withLock { $0 = [:] } }
+
+    func check(_ operation: DiskOperation, _ path: String) throws(DiskCacheIOError) {
+        if let code = rules.withLock({ $0[operation] }) {
+            throw DiskCacheIOError(operation: operation.rawValue, path: path, errno: code)
+        }
+    }
+}
+
+/// A regular file found in the cache directory.
+struct DirectoryItem {
+    let name: String
+    let size: Int
+    /// Modification time, which the cache uses as its access time.
+    let accessTime: Double
+}
+
+/// Thin, throwing wrappers over the POSIX calls the cache needs, with the fault seam in front of each.
+///
+/// Stateless apart from the injector; safe from any thread. Every call blocks: run it on the cache's queues.
+struct DiskFileSystem: Sendable {
+    let faults: DiskFaultInjector?
+
+    private func check(_ operation: DiskOperation, _ path: String) throws {
+        if let faults { try faults.check(operation, path) }
+    }
+
+    private func failure(_ operation: DiskOperation, _ path: String) -> DiskCacheIOError {
+        DiskCacheIOError(operation: operation.rawValue, path: path, errno: errno)
+    }
+
+    /// Creates `path` and its parents (mode 0755); an existing directory is fine.
+    func makeDirectory(_ path: String) throws {
+        try check(.mkdir, path)
+        if mkdir(path, 0o755) == 0 || errno == EEXIST { return }
+        guard errno == ENOENT else { throw failure(.mkdir, path) }
+        let parent = (path as NSString).deletingLastPathComponent
+        guard !parent.isEmpty, parent != path else { throw failure(.mkdir, path) }
+        try makeDirectory(parent)
+        if mkdir(path, 0o755) != 0 && errno != EEXIST { throw failure(.mkdir, path) }
+    }
+
+    /// Opens `path` for reading; nil when it does not exist.
+    func openForReading(_ path: String) throws -> Int32? {
+        try check(.open, path)
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        if fd >= 0 { return fd }
+        if errno == ENOENT || errno == ENOTDIR { return nil }
+        throw failure(.open, path)
+    }
+
+    /// Creates a new file exclusively (mode 0644).
+    func createExclusive(_ path: String) throws -> Int32 {
+        try check(.create, path)
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw failure(.open, path) }
+        return fd
+    }
+
+    /// Writes all of `buffer` at the current offset.
+    func writeAll(_ fd: Int32, _ buffer: UnsafeRawBufferPointer, path: String) throws {
+        try check(.write, path)
+        var offset = 0
+        while offset < buffer.count {
+            let written = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw failure(.write, path)
+            }
+            offset += written
+        }
+    }
+
+    /// Reads exactly `count` bytes from offset 0 into `buffer`; false when the file is shorter.
+    func readAll(_ fd: Int32, into buffer: UnsafeMutableRawPointer, count: Int, path: String)
+        throws -> Bool
+    {
+        try check(.read, path)
+        var offset = 0
+        while offset < count {
+            let got = pread(fd, buffer + offset, count - offset, off_t(offset))
+            if got < 0 {
+                if errno == EINTR { continue }
+                throw failure(.read, path)
+            }
+            if got == 0 { return false }
+            offset += got
+        }
+        return true
+    }
+
+    func sync(_ fd: Int32, path: String) throws {
+        try check(.fsync, path)
+        if fsync(fd) != 0 { throw failure(.fsync, path) }
+    }
+
+    /// Closes `fd`, reporting the deferred write errors some file systems return only here.
+    func closeChecked(_ fd: Int32, path: String) throws {
+        var injected: (any Error)?
+        do { try check(.close, path) } catch { injected = error }
+        let result = close(fd)
+        if let injected { throw injected }
+        if result != 0 && errno != EINTR { throw failure(.close, path) }
+    }
+
+    /// Renames `from` over `to` atomically (same directory).
+    func move(_ from: String, to: String) throws {
+        try check(.rename, to)
+        if rename(from, to) != 0 { throw failure(.rename, to) }
+    }
+
+    /// Removes `path`; true when it existed.
+    @discardableResult
+    func remove(_ path: String) throws -> Bool {
+        try check(.unlink, path)
+        if unlink(path) == 0 { return true }
+        if errno == ENOENT { return false }
+        throw failure(.unlink, path)
+    }
+
+    /// `lstat` of `path`; nil when it does not exist.
+    func status(_ path: String) throws -> stat? {
+        try check(.stat, path)
+        var info = stat()
+        if lstat(path, &info) == 0 { return info }
+        if errno == ENOENT || errno == ENOTDIR { return nil }
+        throw failure(.stat, path)
+    }
+
+    /// Sets the modification time (the cache's access time) of an open file.
+    func setAccessTime(_ fd: Int32, to time: Double) {
+        // UTIME_OMIT is a macro Swift does not import: ((1 << 30) - 2) on Linux; it leaves atime alone.
+        var times = [timespec(tv_sec: 0, tv_nsec: (1 << 30) - 2), timespec(time)]
+        _ = futimens(fd, &times)
+    }
+
+    /// Regular files in `directory` (not following links) and the names of everything else; nil when the
+    /// directory does not exist. Files that vanish during the walk are skipped.
+    func listDirectory(_ directory: String) throws -> (files: [DirectoryItem], others: [String])? {
+        try check(.readdir, directory)
+        guard let dir = opendir(directory) else {
+            if errno == ENOENT { return nil }
+            throw failure(.readdir, directory)
+        }
+        defer { closedir(dir) }
+        let dirFD = dirfd(dir)
+        var files: [DirectoryItem] = []
+        var others: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafePointer(to: entry.pointee.d_name) { pointer in
+                pointer.withMemoryRebound(to: CChar.self, capacity: Int(NAME_MAX) + 1) { String(cString: $0) }
+            }
+            if name == "." || name == ".." { continue }
+            var info = stat()
+            guard fstatat(dirFD, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { continue }
+            if (info.st_mode & S_IFMT) == S_IFREG {
+                files.append(DirectoryItem(name: name, size: Int(info.st_size), accessTime: info.st_mtim.seconds))
+            } else {
+                others.append(name)
+            }
+        }
+        return (files, others)
+    }
+}
+
+extension timespec {
+    /// Seconds since 1970 as a Double.
+    var seconds: Double { Double(tv_sec) + Double(tv_nsec) / 1e9 }
+
+    /// A timespec for `seconds` since 1970.
+    init(_ seconds: Double) {
+        let whole = seconds.rounded(.down)
+        self.init(tv_sec: Int(whole), tv_nsec: Int((seconds - whole) * 1e9))
+    }
+}

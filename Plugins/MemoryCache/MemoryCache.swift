@@ -1,0 +1,230 @@
+import Dispatch
+import Foundation
+import ImageCore
+import Synchronization
+
+/// An in-memory cache of decoded images with LRU eviction, cost and count limits, an optional time-to-live and
+/// an optional weak table; the memory level of SDWebImage's `SDImageCache`.
+///
+/// Cost of an entry is ``ImageCore/Image/memoryCost`` (plus the stored bytes when
+/// ``MemoryCacheConfiguration/keepsData``). Every operation is O(1) except trims, which are O(evicted).
+///
+/// Threading: thread-safe and synchronous. Every method, including the ``ImageCore/ImageCacheProtocol``
+/// ones, answers on the caller's thread before returning. The state sits behind one `Mutex` held only for
+/// dictionary and list updates: completions run after it is released, and evicted images are released after
+/// it is released too (an image's deinit may run an animation provider's code).
+///
+/// The fast entry points (for benchmarks and direct use) are ``image(forKey:)`` and
+/// ``setImage(_:forKey:data:metadata:)``.
+public final class MemoryCache: ImageCacheProtocol, Sendable {
+    /// A process-wide cache with the default configuration.
+    public static let shared = MemoryCache()
+
+    /// The limits this cache enforces.
+    public let configuration: MemoryCacheConfiguration
+
+    private let state = Mutex(LRUStorage())
+    private let maxEntryCost: Int
+    private let ttlNanoseconds: UInt64?
+    /// Monotonic nanoseconds; replaceable so tests can move time.
+    private let clock: @Sendable () -> UInt64
+
+    /// Creates a cache with `configuration`.
+    public convenience init(configuration: MemoryCacheConfiguration = .default) {
+        self.init(configuration: configuration, clock: { DispatchTime.now().uptimeNanoseconds })
+    }
+
+    /// Creates a cache with a custom monotonic clock (tests).
+    init(configuration: MemoryCacheConfiguration, clock: @escaping @Sendable () -> UInt64) {
+        self.configuration = configuration
+        self.maxEntryCost = min(configuration.maxEntryCost, configuration.costLimit)
+        self.ttlNanoseconds = configuration.timeToLive.map { ttl in
+            let (seconds, attoseconds) = ttl.components
+            guard seconds >= 0 else { return 0 }
+            let (whole, overflow) = UInt64(seconds).multipliedReportingOverflow(by: 1_000_000_000)
+            return overflow ? .max : whole &+ UInt64(attoseconds / 1_000_000_000)
+        }
+        self.clock = clock
+    }
+
+    // MARK: Direct API
+
+    /// The image for `key`, or nil; a hit becomes the most recently used entry.
+    public func image(forKey key: String) -> Image? { lookup(key)?.image }
+
+    /// The image, kept bytes and metadata for `key`, or nil; a hit becomes the most recently used entry.
+    ///
+    /// With the weak table on, an evicted image that is still alive elsewhere is found and put back.
+    public func entry(forKey key: String) -> (image: Image, data: Data?, metadata: CacheEntryMetadata?)? {
+        guard let (image, extras) = lookup(key) else { return nil }
+        return (image, extras?.data, extras?.metadata)
+    }
+
+    private func lookup(_ key: String) -> (image: Image, extras: MemoryEntryExtras?)? {
+        let now = ttlNanoseconds == nil ? 0 : clock()
+        let useWeak = configuration.shouldUseWeakMemoryCache
+        var dropped: [Image] = []
+        let found = state.withLock { storage -> (Image, MemoryEntryExtras?)? in
+            if let hit = storage.lookup(key, now: now, dropped: &dropped) { return hit }
+            guard useWeak, let revived = storage.takeFromWeakTable(key, now: now) else { return nil }
+            storage.insert(
+                key, image: revived.image, extras: revived.entry.extras, cost: revived.entry.cost,
+                expiry: revived.entry.expiry, dropped: &dropped)
+            storage.evict(
+                toCost: configuration.costLimit, toCount: configuration.countLimit, keepWeak: true, dropped: &dropped)
+            return (revived.image, revived.entry.extras)
+        }
+        withExtendedLifetime(dropped) {}
+        return found
+    }
+
+    /// Stores `image` under `key`, evicting least recently used entries to stay within the limits.
+    ///
+    /// `data` is kept only when ``MemoryCacheConfiguration/keepsData``. An image whose cost exceeds
+    /// ``MemoryCacheConfiguration/maxEntryCost`` is not stored and removes any older entry for `key`.
+    /// - Returns: false when the image was refused by the per-entry cap.
+    @discardableResult
+    public func setImage(
+        _ image: Image, forKey key: String, data: Data? = nil, metadata: CacheEntryMetadata? = nil
+    ) -> Bool {
+        let keptData = configuration.keepsData ? data : nil
+        let cost = image.memoryCost + (keptData?.count ?? 0)
+        var dropped: [Image] = []
+        defer { withExtendedLifetime(dropped) {} }
+        guard cost <= maxEntryCost else {
+            if let old = state.withLock({ $0.remove(key) }) { dropped.append(old) }
+            return false
+        }
+        let extras = keptData == nil && metadata == nil ? nil : MemoryEntryExtras(data: keptData, metadata: metadata)
+        let expiry: UInt64
+        if let ttlNanoseconds {
+            let (sum, overflow) = clock().addingReportingOverflow(ttlNanoseconds)
+            expiry = overflow ? .max : sum
+        } else {
+            expiry = .max
+        }
+        let keepWeak = configuration.shouldUseWeakMemoryCache
+        state.withLock { storage in
+            storage.insert(key, image: image, extras: extras, cost: cost, expiry: expiry, dropped: &dropped)
+            storage.evict(
+                toCost: configuration.costLimit, toCount: configuration.countLimit, keepWeak: keepWeak,
+                dropped: &dropped)
+        }
+        return true
+    }
+
+    /// Removes the entry for `key` (and its weak-table entry).
+    public func removeValue(forKey key: String) {
+        let old = state.withLock { $0.remove(key) }
+        withExtendedLifetime(old) {}
+    }
+
+    /// True when `key` has a live entry; does not count as a use.
+    public func contains(_ key: String) -> Bool {
+        let now = ttlNanoseconds == nil ? 0 : clock()
+        return state.withLock { $0.containsLive(key, now: now) }
+    }
+
+    /// Removes every entry and empties the weak table.
+    public func removeAll() {
+        let old = state.withLock { $0.removeAll() }
+        withExtendedLifetime(old) {}
+    }
+
+    /// Evicts least recently used entries until the total cost is at most `cost`.
+    ///
+    /// Evicted images go to the weak table when it is on (they are "memory pressure" evictions).
+    public func trim(toCost cost: Int) {
+        trim(cost: max(0, cost), count: configuration.countLimit)
+    }
+
+    /// Evicts least recently used entries until at most `count` remain.
+    public func trim(toCount count: Int) {
+        trim(cost: configuration.costLimit, count: max(0, count))
+    }
+
+    /// Removes every entry older than ``MemoryCacheConfiguration/timeToLive`` (stale entries are also dropped
+    /// lazily when looked up).
+    public func removeExpired() {
+        guard ttlNanoseconds != nil else { return }
+        let now = clock()
+        var dropped: [Image] = []
+        state.withLock { $0.removeExpired(now: now, dropped: &dropped) }
+        withExtendedLifetime(dropped) {}
+    }
+
+    /// Sum of the costs of the entries held.
+    public var totalCost: Int { state.withLock { $0.totalCost } }
+
+    /// Number of entries held (not counting the weak table).
+    public var count: Int { state.withLock { $0.count } }
+
+    private func trim(cost: Int, count: Int) {
+        let keepWeak = configuration.shouldUseWeakMemoryCache
+        var dropped: [Image] = []
+        state.withLock { $0.evict(toCost: cost, toCount: count, keepWeak: keepWeak, dropped: &dropped) }
+        withExtendedLifetime(dropped) {}
+    }
+
+    // MARK: Test hooks
+
+    /// Keys from most to least recently used.
+    var keysInLRUOrder: [String] { state.withLock { $0.keysInOrder() } }
+    /// True when the internal list, index and cost total agree.
+    var isConsistent: Bool { state.withLock { $0.isConsistent() } }
+    /// Entries in the weak table, dead or alive.
+    var weakTableCount: Int { state.withLock { $0.weakTableCount } }
+}
+
+// MARK: - ImageCacheProtocol
+
+extension MemoryCache {
+    /// Answers from memory before returning; a miss, or a `cacheType` without `.memory`, completes with nil.
+    ///
+    /// The result carries the image, and the kept bytes when ``MemoryCacheConfiguration/keepsData`` (so
+    /// ``ImageCore/ImageOptions/queryMemoryData`` is served from memory only then). Always returns nil.
+    @discardableResult
+    public func queryImage(
+        forKey key: String, options: ImageOptions, context: ImageContext, cacheType: ImageCacheType,
+        completion: @escaping @Sendable (Result<CacheQueryResult?, ImageError>) -> Void
+    ) -> (any ImageOperation)? {
+        guard cacheType.contains(.memory), let hit = entry(forKey: key) else {
+            completion(.success(nil))
+            return nil
+        }
+        completion(
+            .success(CacheQueryResult(image: hit.image, data: hit.data, metadata: hit.metadata, cacheType: .memory)))
+        return nil
+    }
+
+    /// Stores `image` when `cacheType` has `.memory` and `image` is not nil; completes before returning.
+    ///
+    /// An image refused by the per-entry cap is not an error (the caller keeps its image); the completion
+    /// reports success.
+    public func store(
+        _ image: Image?, data: Data?, metadata: CacheEntryMetadata?, forKey key: String, cacheType: ImageCacheType,
+        completion: (@Sendable (Result<Void, ImageError>) -> Void)?
+    ) {
+        if cacheType.contains(.memory), let image { setImage(image, forKey: key, data: data, metadata: metadata) }
+        completion?(.success(()))
+    }
+
+    /// Removes `key` when `cacheType` has `.memory`; completes before returning.
+    public func removeImage(forKey key: String, cacheType: ImageCacheType, completion: (@Sendable () -> Void)?) {
+        if cacheType.contains(.memory) { removeValue(forKey: key) }
+        completion?()
+    }
+
+    /// Reports `.memory` when `cacheType` has it and `key` is held; completes before returning.
+    public func containsImage(
+        forKey key: String, cacheType: ImageCacheType, completion: @escaping @Sendable (ImageCacheType) -> Void
+    ) {
+        completion(cacheType.contains(.memory) && contains(key) ? .memory : .none)
+    }
+
+    /// Empties the cache when `cacheType` has `.memory`; completes before returning.
+    public func clear(cacheType: ImageCacheType, completion: (@Sendable () -> Void)?) {
+        if cacheType.contains(.memory) { removeAll() }
+        completion?()
+    }
+}

@@ -1,0 +1,88 @@
+import Foundation
+
+/// Limits and switches of a ``MemoryCache``.
+///
+/// The defaults are safe for a server: the cost limit is derived from the memory the process may use (see
+/// ``defaultCostLimit``), a single image larger than a quarter of that limit is not cached, there is no count
+/// limit, no time-to-live, no weak table and no byte copies.
+public struct MemoryCacheConfiguration: Sendable, Hashable {
+    /// Share of the process memory limit that the default cost limit takes: 20 %.
+    public static let defaultMemoryFraction = 0.2
+    /// Upper bound of the default cost limit: 1 GiB.
+    public static let defaultCostLimitCap = 1 << 30
+
+    /// Total cost (bytes of decoded pixels, plus stored bytes when ``keepsData``) the cache holds at most.
+    public var costLimit: Int
+    /// Number of entries the cache holds at most; `Int.max` means no count limit.
+    public var countLimit: Int
+    /// Largest cost of one entry; a larger image is not stored (so one huge image cannot flush the cache).
+    /// Never more than ``costLimit`` in effect.
+    public var maxEntryCost: Int
+    /// How long an entry may be served after it was stored; nil means entries never expire.
+    public var timeToLive: Duration?
+    /// Keep a weak reference to evicted images and serve them while something else still holds them
+    /// (SDWebImage's `shouldUseWeakMemoryCache`). Costs one weak reference per evicted entry.
+    public var shouldUseWeakMemoryCache: Bool
+    /// Keep the bytes passed to `store` beside the image, for ``ImageCore/ImageOptions/queryMemoryData``.
+    /// Off by default: a server keeps bytes on disk, and keeping them here roughly doubles the memory per entry.
+    /// When on, the bytes count towards the entry's cost.
+    public var keepsData: Bool
+
+    /// Creates a configuration; omitted values take the defaults described on the type.
+    public init(
+        costLimit: Int = MemoryCacheConfiguration.defaultCostLimit, countLimit: Int = .max,
+        maxEntryCost: Int? = nil, timeToLive: Duration? = nil, shouldUseWeakMemoryCache: Bool = false,
+        keepsData: Bool = false
+    ) {
+        self.costLimit = max(0, costLimit)
+        self.countLimit = max(0, countLimit)
+        self.maxEntryCost = max(0, maxEntryCost ?? costLimit / 4)
+        self.timeToLive = timeToLive
+        self.shouldUseWeakMemoryCache = shouldUseWeakMemoryCache
+        self.keepsData = keepsData
+    }
+
+    /// The default configuration.
+    public static var `default`: MemoryCacheConfiguration { MemoryCacheConfiguration() }
+
+    /// The default cost limit: 20 % of ``processMemoryLimit``, capped at 1 GiB.
+    public static let defaultCostLimit: Int = defaultCostLimit(forMemoryLimit: processMemoryLimit)
+
+    /// The default cost limit for a process that may use `memoryLimit` bytes.
+    public static func defaultCostLimit(forMemoryLimit memoryLimit: UInt64) -> Int {
+        let share = Double(memoryLimit) * defaultMemoryFraction
+        return share >= Double(defaultCostLimitCap) ? defaultCostLimitCap : Int(share)
+    }
+
+    /// Bytes of memory this process may use: the cgroup v2 limit (`/sys/fs/cgroup/memory.max`), else the cgroup
+    /// v1 limit (`/sys/fs/cgroup/memory/memory.limit_in_bytes`), never more than the physical memory.
+    ///
+    /// Read once per call from the file system; cheap, but not meant for a hot path.
+    public static var processMemoryLimit: UInt64 {
+        SystemMemory.limit(
+            cgroupV2: SystemMemory.read("/sys/fs/cgroup/memory.max"),
+            cgroupV1: SystemMemory.read("/sys/fs/cgroup/memory/memory.limit_in_bytes"),
+            physical: ProcessInfo.processInfo.physicalMemory)
+    }
+}
+
+/// Reads the memory limit of the process from cgroup files.
+enum SystemMemory {
+    /// The effective limit: the first cgroup limit that is a number, bounded by `physical`.
+    ///
+    /// `max` (v2) and the huge page-rounded `Int64.max` (v1) mean "no limit"; both then fall back to `physical`.
+    static func limit(cgroupV2: String?, cgroupV1: String?, physical: UInt64) -> UInt64 {
+        for text in [cgroupV2, cgroupV1] {
+            guard let text else { continue }
+            let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            if let value = UInt64(trimmed), value > 0 { return physical > 0 ? min(value, physical) : value }
+        }
+        return physical
+    }
+
+    /// The contents of a small file, or nil.
+    static func read(_ path: String) -> String? {
+        guard let data = FileManager.default.contents(atPath: path), data.count < 256 else { return nil }
+        return String(decoding: data, as: UTF8.self)
+    }
+}

@@ -1,0 +1,48 @@
+@_exported import DiskCache
+@_exported import GIFCoder
+@_exported import HTTPLoader
+@_exported import ImageCore
+@_exported import ImageTransformers
+@_exported import JPEGCoder
+@_exported import MemoryCache
+@_exported import PNGCoder
+@_exported import WebPCoder
+
+/// What ``registerDefaultPlugins(memoryCache:diskCache:httpLoader:)`` installed.
+public struct DefaultPlugins: Sendable {
+    /// The memory level of the default cache.
+    public let memoryCache: MemoryCache
+    /// The disk level of the default cache.
+    public let diskCache: DiskCache
+    /// The two levels as one cache (memory first), now ``ImageManager/defaultImageCache``.
+    public let cache: CachesManager
+    /// The HTTP loader, registered in ``LoadersManager/shared`` (now ``ImageManager/defaultImageLoader``).
+    public let httpLoader: HTTPLoader
+}
+
+private let registration = Locked<DefaultPlugins?>(nil)
+
+/// Registers every plugin of the SDK for users who want everything with one call.
+///
+/// Adds the PNG, JPEG, WebP and GIF coders to ``CodersManager/shared``; sets ``ImageManager/defaultImageCache``
+/// to a ``CachesManager`` of `memoryCache` then `diskCache`; adds `httpLoader` to ``LoadersManager/shared``
+/// (beside the file and `data:` loaders) and makes that the default loader. Call it before the first use of
+/// ``ImageManager/shared``. Calling it again returns the first registration and changes nothing.
+@discardableResult
+public func registerDefaultPlugins(
+    memoryCache: MemoryCache = .shared, diskCache: DiskCache = .shared, httpLoader: HTTPLoader = .shared
+) -> DefaultPlugins {
+    registration.withLock { current in
+        if let current { return current }
+        for coder: any ImageCoder in [PNGCoder.shared, JPEGCoder.shared, WebPCoder.shared, GIFCoder.shared] {
+            CodersManager.shared.addCoder(coder)
+        }
+        let cache = CachesManager([memoryCache, diskCache])
+        LoadersManager.shared.addLoader(httpLoader)
+        ImageManager.defaultImageCache = cache
+        ImageManager.defaultImageLoader = LoadersManager.shared
+        let plugins = DefaultPlugins(memoryCache: memoryCache, diskCache: diskCache, cache: cache, httpLoader: httpLoader)
+        current = plugins
+        return plugins
+    }
+}

@@ -1,0 +1,103 @@
+import Foundation
+import ImageTestSupport
+import Testing
+import WebImage
+
+/// End-to-end checks across plugins: the defaults a user registers at runtime, real coders, real caches.
+/// Serialized: the tests set the process-wide manager defaults.
+@Suite(.serialized) struct WebImageIntegrationTests {
+    private static func photo(width: Int, height: Int, alpha: Bool = false) -> Image {
+        let channels = alpha ? 4 : 3
+        var bytes = [UInt8](repeating: 0, count: width * height * channels)
+        for y in 0..<height {
+            for x in 0..<width {
+                let i = (y * width + x) * channels
+                bytes[i] = UInt8(x * 255 / max(1, width - 1))
+                bytes[i + 1] = UInt8(y * 255 / max(1, height - 1))
+                bytes[i + 2] = UInt8((x + y) % 256)
+                if alpha { bytes[i + 3] = 200 }
+            }
+        }
+        return Image(pixels: PixelBuffer(width: width, height: height, layout: alpha ? .rgba8 : .rgb8, bytes: bytes))
+    }
+
+    @Test func registerDefaultPluginsInstallsEveryCoderAndTheTwoLevelCache() throws {
+        let directory = CacheFixtures.temporaryDirectory("umbrella")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let plugins = registerDefaultPlugins(
+            memoryCache: MemoryCache(), diskCache: DiskCache(configuration: DiskCacheConfiguration(directory: directory)))
+        #expect(registerDefaultPlugins().cache === plugins.cache, "a second call changes nothing")
+        #expect(ImageManager.defaultImageCache as? CachesManager === plugins.cache)
+        #expect(ImageManager.defaultImageLoader as? LoadersManager === LoadersManager.shared)
+        #expect(LoadersManager.shared.canRequestImage(for: URL(string: "https://example.com/a.png")!))
+        let source = Self.photo(width: 40, height: 30)
+        let animated = Image(frames: [ImageFrame(pixels: source.pixels, duration: 0.1), ImageFrame(pixels: source.pixels, duration: 0.2)])
+        let cases: [(ImageFormat, any ImageCoder, Image)] = [
+            (.png, PNGCoder.shared, source), (.jpeg, JPEGCoder.shared, source), (.webp, WebPCoder.shared, source),
+            (.gif, GIFCoder.shared, animated),
+        ]
+        for (format, coder, image) in cases {
+            let data = try coder.encode(image, as: format, options: ImageEncodeOptions())
+            #expect(ImageFormat.detect(data) == format)
+            let decoded = try CodersManager.shared.decode(data, options: ImageDecodeOptions(preloadAllFrames: true))
+            #expect(decoded.width == 40 && decoded.height == 30, "\(format)")
+            #expect(decoded.format == format)
+            #expect(decoded.frameCount == image.frameCount, "\(format)")
+        }
+    }
+
+    @Test func defaultImageCacheSurvivesARestartOnTheSameDirectory() async throws {
+        let directory = CacheFixtures.temporaryDirectory("restart")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        CodersManager.shared.addCoder(PNGCoder.shared)
+        let file = directory.appendingPathComponent("source.png")
+        try PNGCoder.shared.encode(Self.photo(width: 20, height: 10), as: .png, options: ImageEncodeOptions())
+            .write(to: file)
+        let previous = (ImageManager.defaultImageCache, ImageManager.defaultImageLoader)
+        defer { (ImageManager.defaultImageCache, ImageManager.defaultImageLoader) = previous }
+        let cacheDirectory = directory.appendingPathComponent("cache")
+        func freshCache() -> CachesManager {
+            CachesManager([MemoryCache(), DiskCache(configuration: DiskCacheConfiguration(directory: cacheDirectory))])
+        }
+        ImageManager.defaultImageLoader = LoadersManager(loaders: [FileLoader()])
+        ImageManager.defaultImageCache = freshCache()
+        let first = ImageManager()
+        let cold = try await first.loadImage(with: file, options: .waitStoreCache)
+        #expect(cold.cacheType == .none)
+        #expect(try await first.loadImage(with: file).cacheType == .memory)
+        try FileManager.default.removeItem(at: file)
+        ImageManager.defaultImageCache = freshCache()
+        let restarted = ImageManager()
+        let warm = try await restarted.loadImage(with: file)
+        #expect(warm.cacheType == .disk, "a new cache over the same directory answers from disk; the file is gone")
+        #expect(warm.image.width == 20 && warm.image.format == .png)
+    }
+
+    @Test func oneDownloadServesTwoTransformedSizesFromCache() async throws {
+        let directory = CacheFixtures.temporaryDirectory("transform")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        CodersManager.shared.addCoder(JPEGCoder.shared)
+        let url = URL(string: "https://origin.example/photos/cat.jpg")!
+        let loader = ScriptedLoader(acceptsAll: true)
+        let jpeg = try JPEGCoder.shared.encode(Self.photo(width: 800, height: 600), as: .jpeg, options: ImageEncodeOptions())
+        loader.set(.data(jpeg, ResponseMetadata(url: url, statusCode: 200, contentType: "image/jpeg")), for: url)
+        let cache = CachesManager([MemoryCache(), DiskCache(configuration: DiskCacheConfiguration(directory: directory))])
+        let manager = ImageManager(cache: cache, loader: loader)
+        func load(_ side: Int) async throws -> ImageResult {
+            var context = ImageContext()
+            context.imageTransformer = ResizeTransformer(width: side, height: side)
+            return try await manager.loadImage(with: url, options: .waitStoreCache, context: context)
+        }
+        let large = try await load(200)
+        #expect(large.image.width == 200 && large.image.height == 150)
+        #expect(large.cacheType == .none)
+        let small = try await load(64)
+        #expect(small.image.width == 64 && small.image.height == 48)
+        #expect(small.cacheType == .disk, "made from the original stored on disk")
+        #expect(try await load(200).cacheType == .memory)
+        #expect(loader.requestCount == 1, "downloaded once")
+        #expect(large.cacheKey != small.cacheKey)
+        let serialized = try await cache.queryImage(forKey: try #require(small.cacheKey), cacheType: .disk)
+        #expect(serialized != nil, "the transformed variant was encoded by the serializer and stored on disk")
+    }
+}

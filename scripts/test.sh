@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Every test of the project: the package suites, the coder suites under AddressSanitizer, and the examples.
+# Environment: IMAGE_CORPUS (the shared conformance corpus), SKIP_ASAN=1 / SKIP_EXAMPLES=1 to shorten local runs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+swift=${SWIFT:-swift}
+if [ -n "${IMAGE_CORPUS:-}" ] && [ ! -f "$IMAGE_CORPUS/MANIFEST.md" ]; then
+    echo "test.sh: no corpus at $IMAGE_CORPUS; conformance tests will say so and skip"
+fi
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "package tests (debug)"
+$swift build --build-tests
+set +e
+$swift test --skip-build 2>&1 | tee .build/test-output.txt | grep -vE ' started\.$'
+status=${PIPESTATUS[0]}
+set -e
+[ "$status" -eq 0 ] || { echo "test.sh: package tests failed"; grep -E '✘' .build/test-output.txt | head -50; exit "$status"; }
+
+if [ "${SKIP_ASAN:-0}" != "1" ]; then
+    step "coder tests under AddressSanitizer"
+    set +e
+    ASAN_OPTIONS=detect_leaks=1 $swift test --sanitize=address --scratch-path .build-asan \
+        --filter 'PNGCoderTests|JPEGCoderTests|WebPCoderTests|GIFCoderTests|CoderConformanceTests' 2>&1 \
+        | tee .build/asan-output.txt | grep -vE ' started\.$' | tail -60
+    status=${PIPESTATUS[0]}
+    set -e
+    [ "$status" -eq 0 ] || { echo "test.sh: AddressSanitizer run failed"; exit "$status"; }
+fi
+
+if [ "${SKIP_EXAMPLES:-0}" != "1" ]; then
+    for example in Examples/*/; do
+        [ -f "$example/Package.swift" ] || continue
+        step "example $(basename "$example")"
+        if [ -x "$example/ci.sh" ]; then
+            (cd "$example" && ./ci.sh)
+        else
+            (cd "$example" && $swift build)
+        fi
+    done
+fi
+
+step "all tests passed"
