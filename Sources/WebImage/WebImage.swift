@@ -41,7 +41,8 @@ public func registerDefaultPlugins(
         LoadersManager.shared.addLoader(httpLoader)
         ImageManager.defaultImageCache = cache
         ImageManager.defaultImageLoader = LoadersManager.shared
-        let plugins = DefaultPlugins(memoryCache: memoryCache, diskCache: diskCache, cache: cache, httpLoader: httpLoader)
+        let plugins = DefaultPlugins(
+            memoryCache: memoryCache, diskCache: diskCache, cache: cache, httpLoader: httpLoader)
         current = plugins
         return plugins
     }

@@ -27,12 +27,20 @@ enum SampleImages {
         let coders = CodersManager.shared
         let photo = Image(pixels: pixels(width: 1600, height: 1200, alpha: false))
         let icon = Image(pixels: pixels(width: 256, height: 256, alpha: true))
-        let frames = (0..<6).map { ImageFrame(pixels: pixels(width: 160, height: 120, alpha: false, seed: $0), duration: 0.1) }
+        let frames = (0..<6).map {
+            ImageFrame(pixels: pixels(width: 160, height: 120, alpha: false, seed: $0), duration: 0.1)
+        }
         let animation = Image(frames: frames, loopCount: 0)
         return [
-            "/images/photo.jpg": (try coders.encode(photo, as: .jpeg, options: ImageEncodeOptions(quality: 0.85)), "image/jpeg"),
-            "/images/photo.webp": (try coders.encode(photo, as: .webp, options: ImageEncodeOptions(quality: 0.8)), "image/webp"),
-            "/images/icon.png": (try coders.encode(icon, as: .png, options: ImageEncodeOptions(effort: .fast)), "image/png"),
+            "/images/photo.jpg": (
+                try coders.encode(photo, as: .jpeg, options: ImageEncodeOptions(quality: 0.85)), "image/jpeg"
+            ),
+            "/images/photo.webp": (
+                try coders.encode(photo, as: .webp, options: ImageEncodeOptions(quality: 0.8)), "image/webp"
+            ),
+            "/images/icon.png": (
+                try coders.encode(icon, as: .png, options: ImageEncodeOptions(effort: .fast)), "image/png"
+            ),
             "/images/spinner.gif": (try coders.encode(animation, as: .gif, options: ImageEncodeOptions()), "image/gif"),
         ]
     }

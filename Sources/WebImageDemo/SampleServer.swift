@@ -62,7 +62,9 @@ final class SampleServer: Sendable {
                 headers.add(name: "Content-Type", value: type)
                 headers.add(name: "Content-Length", value: "\(body.count)")
                 headers.add(name: "ETag", value: "\"\(body.count)\"")
-                context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
+                context.write(
+                    wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))),
+                    promise: nil)
                 context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: body)))), promise: nil)
                 context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
             }

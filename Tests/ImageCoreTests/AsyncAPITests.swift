@@ -55,4 +55,3 @@ import Testing
         #expect(events.last == "final6")
     }
 }
-

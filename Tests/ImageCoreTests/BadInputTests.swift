@@ -36,7 +36,8 @@ private struct CoderExploded: Error {}
         let progress = Locked<[Int]>([])
         let recorder = DeliveryRecorder()
         rig.manager.loadImage(
-            with: url, context: rig.context(), progress: { received, _, _ in progress.withLock { $0.append(received) } },
+            with: url, context: rig.context(),
+            progress: { received, _, _ in progress.withLock { $0.append(received) } },
             completed: recorder.handler)
         let error = await recorder.waitForFinal()?.error
         #expect(error?.code == .downloadFailed)
@@ -70,7 +71,8 @@ private struct CoderExploded: Error {}
         let rig = Rig()
         let url = testURL()
         rig.serve(url)
-        let result = await rig.load(url, context: [.imageTransformer: TestTransformer(width: 1, height: 1, fails: true)])
+        let result = await rig.load(
+            url, context: [.imageTransformer: TestTransformer(width: 1, height: 1, fails: true)])
         #expect(result.error?.code == .transformFailed)
         #expect(result.error?.stage == .transform)
     }

@@ -11,7 +11,8 @@ import Testing
         rig.loader.hold()
         let recorders = (0..<20).map { _ in DeliveryRecorder() }
         for recorder in recorders {
-            rig.manager.loadImage(with: url, options: .fromLoaderOnly, context: rig.context(), completed: recorder.handler)
+            rig.manager.loadImage(
+                with: url, options: .fromLoaderOnly, context: rig.context(), completed: recorder.handler)
         }
         rig.loader.releaseAll()
         for recorder in recorders { _ = try #require(await recorder.waitForFinal()).get() }
@@ -31,9 +32,12 @@ import Testing
         let a = DeliveryRecorder()
         let b = DeliveryRecorder()
         let c = DeliveryRecorder()
-        rig.manager.loadImage(with: url, options: .fromLoaderOnly, context: rig.context([.imageTransformer: small]), completed: a.handler)
-        rig.manager.loadImage(with: url, options: .fromLoaderOnly, context: rig.context([.imageTransformer: large]), completed: b.handler)
-        rig.manager.loadImage(with: url, options: .fromLoaderOnly, context: rig.context([.imageTransformer: small]), completed: c.handler)
+        rig.manager.loadImage(
+            with: url, options: .fromLoaderOnly, context: rig.context([.imageTransformer: small]), completed: a.handler)
+        rig.manager.loadImage(
+            with: url, options: .fromLoaderOnly, context: rig.context([.imageTransformer: large]), completed: b.handler)
+        rig.manager.loadImage(
+            with: url, options: .fromLoaderOnly, context: rig.context([.imageTransformer: small]), completed: c.handler)
         rig.loader.releaseAll()
         #expect(try #require(await a.waitForFinal()).get().image.width == 2)
         #expect(try #require(await b.waitForFinal()).get().image.width == 20)
@@ -51,7 +55,8 @@ import Testing
         rig.loader.hold()
         let cancelled = DeliveryRecorder()
         let kept = DeliveryRecorder()
-        let operation = rig.manager.loadImage(with: url, options: .fromLoaderOnly, context: rig.context(), completed: cancelled.handler)
+        let operation = rig.manager.loadImage(
+            with: url, options: .fromLoaderOnly, context: rig.context(), completed: cancelled.handler)
         rig.manager.loadImage(with: url, options: .fromLoaderOnly, context: rig.context(), completed: kept.handler)
         operation.cancel()
         #expect(cancelled.final?.error?.code == .cancelled)

@@ -90,7 +90,8 @@ private struct ForeignError: Error {}
         let options = ImageDecodeOptions(thumbnailPixelSize: PixelSize(width: 256, height: 256))
         #expect(options.targetSize(forSourceWidth: 4000, height: 3000) == PixelSize(width: 256, height: 192))
         #expect(options.targetSize(forSourceWidth: 100, height: 50) == PixelSize(width: 100, height: 50))
-        let fill = ImageDecodeOptions(thumbnailPixelSize: PixelSize(width: 256, height: 256), preserveAspectRatio: false)
+        let fill = ImageDecodeOptions(
+            thumbnailPixelSize: PixelSize(width: 256, height: 256), preserveAspectRatio: false)
         #expect(fill.targetSize(forSourceWidth: 4000, height: 3000) == PixelSize(width: 256, height: 256))
         let budget = ImageDecodeOptions(scaleDownLimitBytes: 4 * 1000 * 1000)
         let scaled = budget.targetSize(forSourceWidth: 4000, height: 4000)

@@ -6,7 +6,8 @@ import Testing
 @Suite struct FetchStateMachineTests {
     typealias Machine = FetchStateMachine<Int, String, String, String, String, String, String>
 
-    private func sub(_ id: Int, decode: String = "d", product: String = "p", waits: Bool = false) -> Machine.Subscriber {
+    private func sub(_ id: Int, decode: String = "d", product: String = "p", waits: Bool = false) -> Machine.Subscriber
+    {
         Machine.Subscriber(id: id, decodeKey: decode, productKey: product, waitsForStore: waits, info: "s\(id)")
     }
 
@@ -61,7 +62,10 @@ import Testing
         var machine = Machine()
         _ = machine.subscribe(sub(1))
         _ = machine.subscribe(sub(2))
-        #expect(describe(machine.sourceFailed(.invalidDownloadStatusCode(404))) == ["fail([1, 2],invalidDownloadStatusCode)"])
+        #expect(
+            describe(machine.sourceFailed(.invalidDownloadStatusCode(404))) == [
+                "fail([1, 2],invalidDownloadStatusCode)"
+            ])
         #expect(machine.isFinished)
     }
 
@@ -91,7 +95,9 @@ import Testing
         _ = machine.subscribe(sub(1, decode: "x"))
         _ = machine.subscribe(sub(2, decode: "y", product: "q"))
         _ = machine.sourceFinished("b")
-        #expect(describe(machine.decodeFailed("x", ImageError(.badImageData, stage: .decode))) == ["fail([1],badImageData)"])
+        #expect(
+            describe(machine.decodeFailed("x", ImageError(.badImageData, stage: .decode))) == ["fail([1],badImageData)"]
+        )
         #expect(!machine.isFinished)
     }
 }

@@ -32,13 +32,15 @@ extension ImageContextOption {
         #expect(context.contains(.imageTransformer))
         #expect(context.isExplicitNone(.imageTransformer))
         #expect(context.imageTransformer == nil)
-        let merged = context.merging(defaults: ImageContext([.imageTransformer: BlockTransformer(key: "x") { i, _ in i }]))
+        let merged = context.merging(
+            defaults: ImageContext([.imageTransformer: BlockTransformer(key: "x") { i, _ in i }]))
         #expect(merged.imageTransformer == nil)
     }
 
     @Test func mergingKeepsOwnValues() {
         let own = ImageContext([.storeCacheType: ImageCacheType.memory])
-        let merged = own.merging(defaults: ImageContext([.storeCacheType: ImageCacheType.disk, .queryCacheType: ImageCacheType.disk]))
+        let merged = own.merging(
+            defaults: ImageContext([.storeCacheType: ImageCacheType.disk, .queryCacheType: ImageCacheType.disk]))
         #expect(merged.storeCacheType == .memory)
         #expect(merged.queryCacheType == .disk)
     }

@@ -13,7 +13,8 @@ import Testing
         #expect(detect(Array("RIFF".utf8) + [0, 0, 0, 0] + Array("WEBPVP8 ".utf8)) == .webp)
         #expect(detect([0x49, 0x49, 0x2A, 0x00, 8, 0, 0, 0]) == .tiff)
         #expect(detect([0x4D, 0x4D, 0x00, 0x2A, 0, 0, 0, 8]) == .tiff)
-        #expect(detect(Array("BM".utf8) + [0x36, 0, 0, 0, 0, 0, 0, 0, 0x36] + [UInt8](repeating: 0, count: 20)) == .bmp)
+        #expect(
+            detect(Array("BM".utf8) + [0x36, 0, 0, 0, 0, 0, 0, 0, 0x36] + [UInt8](repeating: 0, count: 20)) == .bmp)
         #expect(detect([0xFF, 0x0A, 0xFA]) == .jxl)
         #expect(detect([0, 0, 0, 0x0C, 0x4A, 0x58, 0x4C, 0x20, 0x0D, 0x0A, 0x87, 0x0A]) == .jxl)
         #expect(detect(Array("%PDF-1.7\n".utf8)) == .pdf)

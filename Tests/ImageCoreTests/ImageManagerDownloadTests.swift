@@ -57,7 +57,8 @@ private final class VetoDelegate: ImageManagerDelegate {
         let key = url.absoluteString
         rig.cache.seedDisk(
             TestCoder.data(width: 7, height: 7),
-            metadata: CacheEntryMetadata(originalKey: key, etag: "\"v1\"", lastModified: "Mon, 01 Jan 2024 00:00:00 GMT"),
+            metadata: CacheEntryMetadata(
+                originalKey: key, etag: "\"v1\"", lastModified: "Mon, 01 Jan 2024 00:00:00 GMT"),
             forKey: key)
         rig.loader.set(.failure(ImageError(.cacheNotModified, stage: .download, statusCode: 304)), for: url)
         let recorder = DeliveryRecorder()
@@ -106,7 +107,8 @@ private final class VetoDelegate: ImageManagerDelegate {
         #expect(result.image.metadata.isTransformed)
         let key = try #require(result.cacheKey)
         #expect(rig.cache.diskData(forKey: url.absoluteString) == data, "original bytes stored as downloaded")
-        #expect(rig.cache.diskData(forKey: key) == TestCoder.data(width: 3, height: 2), "variant bytes from the serializer")
+        #expect(
+            rig.cache.diskData(forKey: key) == TestCoder.data(width: 3, height: 2), "variant bytes from the serializer")
         #expect(rig.cache.memoryImage(forKey: key)?.width == 3)
     }
 

@@ -67,11 +67,15 @@ import Testing
         let key = url.absoluteString
         rig.serve(url)
         rig.cache.seedDisk(TestCoder.data(width: 9, height: 9), forKey: key)
-        let memoryOnly = try await rig.load(url, context: [.queryCacheType: ImageCacheType.memory, .storeCacheType: ImageCacheType.memory]).get()
+        let memoryOnly = try await rig.load(
+            url, context: [.queryCacheType: ImageCacheType.memory, .storeCacheType: ImageCacheType.memory]
+        ).get()
         #expect(memoryOnly.cacheType == .none, "the disk level was not queried, so the loader answered")
         #expect(rig.cache.calls.first == .query(key: key, cacheType: .memory))
         #expect(rig.cache.stores == [.store(key: key, hasImage: true, hasData: true, cacheType: .memory)])
-        let noQuery = try await rig.load(url, context: [.queryCacheType: ImageCacheType.none, .storeCacheType: ImageCacheType.none]).get()
+        let noQuery = try await rig.load(
+            url, context: [.queryCacheType: ImageCacheType.none, .storeCacheType: ImageCacheType.none]
+        ).get()
         #expect(noQuery.cacheType == .none)
         #expect(rig.loader.requestCount == 2)
         #expect(rig.cache.stores.count == 1, "storeCacheType none stores nothing")
@@ -100,15 +104,23 @@ import Testing
         rig.serve(url, width: 20, height: 20)
         rig.cache.seedDisk(TestCoder.data(width: 40, height: 40), forKey: url.absoluteString)
         let transformer = TestTransformer(width: 2, height: 2)
-        _ = try await rig.load(url, context: [.imageTransformer: transformer, .originalQueryCacheType: ImageCacheType.none]).get()
+        _ = try await rig.load(
+            url, context: [.imageTransformer: transformer, .originalQueryCacheType: ImageCacheType.none]
+        ).get()
         #expect(rig.loader.requestCount == 1, "the original was not looked up, so the loader was asked")
         #expect(
             await waitUntil {
-                rig.cache.stores.contains(.store(key: url.absoluteString, hasImage: false, hasData: true, cacheType: .disk))
+                rig.cache.stores.contains(
+                    .store(key: url.absoluteString, hasImage: false, hasData: true, cacheType: .disk))
             }, "the original bytes go to disk only (the default originalStoreCacheType)")
         let other = testURL()
         rig.serve(other)
-        _ = try await rig.load(other, context: [.imageTransformer: transformer, .originalStoreCacheType: ImageCacheType.none]).get()
-        #expect(!rig.cache.stores.contains { $0 == .store(key: other.absoluteString, hasImage: false, hasData: true, cacheType: .disk) })
+        _ = try await rig.load(
+            other, context: [.imageTransformer: transformer, .originalStoreCacheType: ImageCacheType.none]
+        ).get()
+        #expect(
+            !rig.cache.stores.contains {
+                $0 == .store(key: other.absoluteString, hasImage: false, hasData: true, cacheType: .disk)
+            })
     }
 }

@@ -42,10 +42,12 @@ import Testing
         #expect(prefetcher.maxConcurrentPrefetchCount == 3)
         let progress = Locked<[Int]>([])
         let completed = Locked<(Int, Int)?>(nil)
-        prefetcher.prefetch(urls, progress: { finished, total in
-            #expect(total == 12)
-            progress.withLock { $0.append(finished) }
-        }, completed: { finished, skipped in completed.withLock { $0 = (finished, skipped) } })
+        prefetcher.prefetch(
+            urls,
+            progress: { finished, total in
+                #expect(total == 12)
+                progress.withLock { $0.append(finished) }
+            }, completed: { finished, skipped in completed.withLock { $0 = (finished, skipped) } })
         #expect(await waitUntil { completed.value != nil })
         #expect(completed.value?.0 == 12)
         #expect(completed.value?.1 == 2, "two URLs have no script and fail")
@@ -64,8 +66,10 @@ import Testing
         prefetcher.context = context
         let firstDone = Locked<(Int, Int)?>(nil)
         let secondDone = Locked<(Int, Int)?>(nil)
-        prefetcher.prefetch((0..<4).map { testURL("a\($0)") }, completed: { f, s in firstDone.withLock { $0 = (f, s) } })
-        let second = prefetcher.prefetch((0..<6).map { testURL("b\($0)") }, completed: { f, s in secondDone.withLock { $0 = (f, s) } })
+        prefetcher.prefetch(
+            (0..<4).map { testURL("a\($0)") }, completed: { f, s in firstDone.withLock { $0 = (f, s) } })
+        let second = prefetcher.prefetch(
+            (0..<6).map { testURL("b\($0)") }, completed: { f, s in secondDone.withLock { $0 = (f, s) } })
         let third = prefetcher.prefetch((0..<3).map { testURL("c\($0)") })
         second.cancel()
         #expect(await waitUntil { firstDone.value != nil && third.finishedCount == 3 })

@@ -21,7 +21,9 @@ private final class View: ImageTarget {
         rig.serve(url, width: 6, height: 6)
         let view = View()
         let recorder = DeliveryRecorder()
-        view.setImage(with: url, placeholder: placeholder, context: rig.context(), manager: rig.manager, completed: recorder.handler)
+        view.setImage(
+            with: url, placeholder: placeholder, context: rig.context(), manager: rig.manager,
+            completed: recorder.handler)
         #expect(view.displays.first??.width == 1, "placeholder shown before the load")
         #expect(view.currentImageURL == url)
         _ = try #require(await recorder.waitForFinal()).get()
@@ -35,7 +37,8 @@ private final class View: ImageTarget {
         let view = View()
         let recorder = DeliveryRecorder()
         view.setImage(
-            with: url, placeholder: placeholder, options: .delayPlaceholder, context: rig.context(), manager: rig.manager,
+            with: url, placeholder: placeholder, options: .delayPlaceholder, context: rig.context(),
+            manager: rig.manager,
             completed: recorder.handler)
         #expect(view.displays.isEmpty)
         _ = await recorder.waitForFinal()
@@ -49,7 +52,9 @@ private final class View: ImageTarget {
         rig.serve(url)
         let view = View()
         let recorder = DeliveryRecorder()
-        view.setImage(with: url, options: .avoidAutoSetImage, context: rig.context(), manager: rig.manager, completed: recorder.handler)
+        view.setImage(
+            with: url, options: .avoidAutoSetImage, context: rig.context(), manager: rig.manager,
+            completed: recorder.handler)
         _ = try #require(await recorder.waitForFinal()).get()
         #expect(view.displays.count == 1 && view.displays[0] == nil, "only the (nil) placeholder was shown")
     }
@@ -64,9 +69,13 @@ private final class View: ImageTarget {
         let view = View()
         let first = DeliveryRecorder()
         let second = DeliveryRecorder()
-        view.setImage(with: slow, options: .fromLoaderOnly, context: rig.context(), manager: rig.manager, completed: first.handler)
+        view.setImage(
+            with: slow, options: .fromLoaderOnly, context: rig.context(), manager: rig.manager, completed: first.handler
+        )
         #expect(rig.loader.requestCount == 1)
-        view.setImage(with: fast, options: .fromLoaderOnly, context: rig.context(), manager: rig.manager, completed: second.handler)
+        view.setImage(
+            with: fast, options: .fromLoaderOnly, context: rig.context(), manager: rig.manager,
+            completed: second.handler)
         rig.loader.releaseAll()
         _ = try #require(await second.waitForFinal()).get()
         try await Task.sleep(nanoseconds: 30_000_000)
@@ -88,8 +97,12 @@ private final class View: ImageTarget {
         let view = View()
         let ra = DeliveryRecorder()
         let rb = DeliveryRecorder()
-        view.setImage(with: a, context: rig.context([.setImageOperationKey: "avatar"]), manager: rig.manager, completed: ra.handler)
-        view.setImage(with: b, context: rig.context([.setImageOperationKey: "banner"]), manager: rig.manager, completed: rb.handler)
+        view.setImage(
+            with: a, context: rig.context([.setImageOperationKey: "avatar"]), manager: rig.manager,
+            completed: ra.handler)
+        view.setImage(
+            with: b, context: rig.context([.setImageOperationKey: "banner"]), manager: rig.manager,
+            completed: rb.handler)
         rig.loader.releaseAll()
         _ = try #require(await ra.waitForFinal()).get()
         _ = try #require(await rb.waitForFinal()).get()

@@ -28,7 +28,8 @@ struct Rig {
     @discardableResult
     func serve(_ url: URL, width: Int = 8, height: Int = 8, etag: String? = nil) -> Data {
         let data = TestCoder.data(width: width, height: height)
-        loader.set(.data(data, ResponseMetadata(url: url, statusCode: 200, contentType: "image/x-test", etag: etag)), for: url)
+        loader.set(
+            .data(data, ResponseMetadata(url: url, statusCode: 200, contentType: "image/x-test", etag: etag)), for: url)
         return data
     }
 

@@ -84,7 +84,9 @@ public final class ScriptedLoader: ImageLoader, Sendable {
         state.withLock { $0.requests.filter { $0.url == url }.count }
     }
     /// Requests whose operation was cancelled.
-    public var cancelledCount: Int { state.withLock { state in state.requests.filter { $0.operation.isCancelled }.count } }
+    public var cancelledCount: Int {
+        state.withLock { state in state.requests.filter { $0.operation.isCancelled }.count }
+    }
 
     /// `test:` URLs (or all with `acceptsAll`).
     public func canRequestImage(for url: URL) -> Bool { acceptsAll || url.scheme == "test" }

@@ -25,13 +25,16 @@ import WebImage
         let directory = CacheFixtures.temporaryDirectory("umbrella")
         defer { try? FileManager.default.removeItem(at: directory) }
         let plugins = registerDefaultPlugins(
-            memoryCache: MemoryCache(), diskCache: DiskCache(configuration: DiskCacheConfiguration(directory: directory)))
+            memoryCache: MemoryCache(),
+            diskCache: DiskCache(configuration: DiskCacheConfiguration(directory: directory)))
         #expect(registerDefaultPlugins().cache === plugins.cache, "a second call changes nothing")
         #expect(ImageManager.defaultImageCache as? CachesManager === plugins.cache)
         #expect(ImageManager.defaultImageLoader as? LoadersManager === LoadersManager.shared)
         #expect(LoadersManager.shared.canRequestImage(for: URL(string: "https://example.com/a.png")!))
         let source = Self.photo(width: 40, height: 30)
-        let animated = Image(frames: [ImageFrame(pixels: source.pixels, duration: 0.1), ImageFrame(pixels: source.pixels, duration: 0.2)])
+        let animated = Image(frames: [
+            ImageFrame(pixels: source.pixels, duration: 0.1), ImageFrame(pixels: source.pixels, duration: 0.2),
+        ])
         let cases: [(ImageFormat, any ImageCoder, Image)] = [
             (.png, PNGCoder.shared, source), (.jpeg, JPEGCoder.shared, source), (.webp, WebPCoder.shared, source),
             (.gif, GIFCoder.shared, animated),
@@ -79,9 +82,12 @@ import WebImage
         CodersManager.shared.addCoder(JPEGCoder.shared)
         let url = URL(string: "https://origin.example/photos/cat.jpg")!
         let loader = ScriptedLoader(acceptsAll: true)
-        let jpeg = try JPEGCoder.shared.encode(Self.photo(width: 800, height: 600), as: .jpeg, options: ImageEncodeOptions())
+        let jpeg = try JPEGCoder.shared.encode(
+            Self.photo(width: 800, height: 600), as: .jpeg, options: ImageEncodeOptions())
         loader.set(.data(jpeg, ResponseMetadata(url: url, statusCode: 200, contentType: "image/jpeg")), for: url)
-        let cache = CachesManager([MemoryCache(), DiskCache(configuration: DiskCacheConfiguration(directory: directory))])
+        let cache = CachesManager([
+            MemoryCache(), DiskCache(configuration: DiskCacheConfiguration(directory: directory)),
+        ])
         let manager = ImageManager(cache: cache, loader: loader)
         func load(_ side: Int) async throws -> ImageResult {
             var context = ImageContext()

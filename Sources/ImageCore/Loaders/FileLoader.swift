@@ -42,7 +42,8 @@ public struct FileLoader: ImageLoader {
             let type = ImageFormat.detect(data)?.mimeType
             return .success(LoadedImageData(data: data, response: ResponseMetadata(url: url, contentType: type)))
         } catch {
-            return .failure(ImageError(.downloadFailed, stage: .download, message: url.path, underlying: SendableErrorBox(error)))
+            return .failure(
+                ImageError(.downloadFailed, stage: .download, message: url.path, underlying: SendableErrorBox(error)))
         }
     }
 }

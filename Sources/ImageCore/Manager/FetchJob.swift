@@ -30,7 +30,8 @@ struct DecodeKey: Hashable, Sendable {
             self.coder = nil
             return
         }
-        self.coder = type(of: coder) is AnyClass ? ObjectIdentifier(coder as AnyObject) : ObjectIdentifier(type(of: coder))
+        self.coder =
+            type(of: coder) is AnyClass ? ObjectIdentifier(coder as AnyObject) : ObjectIdentifier(type(of: coder))
     }
 }
 
@@ -167,7 +168,10 @@ final class FetchJob: Sendable {
             case .startDecode(let key, let source):
                 run { self.decode(key, source) }
             case .startProduct(let key, let image, let source):
-                guard let plan = state.withLock({ $0.machine.subscribers.values.first { $0.productKey == key }?.info.plan })
+                guard
+                    let plan = state.withLock({
+                        $0.machine.subscribers.values.first { $0.productKey == key }?.info.plan
+                    })
                 else { continue }
                 run { self.produce(key, image: image, source: source, plan: plan) }
             case .deliver(let subscribers, let product):

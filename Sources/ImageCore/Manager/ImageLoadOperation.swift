@@ -41,7 +41,8 @@ public final class ImageLoadOperation: ImageOperation {
 
     /// Cancels the load: the cache query, and this load's share of the download.
     public func cancel() {
-        let (query, subscription, finishNow) = state.withLock { state -> ((any ImageOperation)?, (FetchJob, UInt64)?, Bool) in
+        let (query, subscription, finishNow) = state.withLock {
+            state -> ((any ImageOperation)?, (FetchJob, UInt64)?, Bool) in
             guard !state.finished, !state.cancelled else { return (nil, nil, false) }
             state.cancelled = true
             defer {

@@ -22,7 +22,8 @@ extension ImageManager {
     ) -> ImageLoadOperation {
         let requestContext = context ?? ImageContext()
         guard let url, !url.absoluteString.isEmpty, url.scheme != nil else {
-            return failedOperation(.invalidURL(url == nil ? "nil URL" : "empty or relative URL"), requestContext, completed)
+            return failedOperation(
+                .invalidURL(url == nil ? "nil URL" : "empty or relative URL"), requestContext, completed)
         }
         if !options.contains(.retryFailed) && isFailedURL(url) {
             let error = ImageError(.blockedURL, stage: .request, message: url.absoluteString)

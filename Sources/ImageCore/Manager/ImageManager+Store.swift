@@ -57,7 +57,8 @@ extension ImageManager {
         case .keyHit:
             if plan.storeCacheType.contains(.memory) && !source.cacheType.contains(.memory) {
                 requests.append(
-                    StoreRequest(cache: plan.cache, image: image, data: nil, metadata: nil, key: key, cacheType: .memory))
+                    StoreRequest(
+                        cache: plan.cache, image: image, data: nil, metadata: nil, key: key, cacheType: .memory))
             }
         case .originalHit:
             if plan.storeCacheType != .none {

@@ -63,7 +63,8 @@ struct LoadPlan: Sendable {
         originalCache = context.originalImageCache ?? cache
         loader = context.imageLoader ?? manager.imageLoader
         coder = context.imageCoder
-        serializer = context.cacheSerializer ?? DefaultCacheSerializer(coder: context.imageCoder ?? CodersManager.shared)
+        serializer =
+            context.cacheSerializer ?? DefaultCacheSerializer(coder: context.imageCoder ?? CodersManager.shared)
         queryCacheType = context.queryCacheType ?? .all
         storeCacheType = context.storeCacheType ?? .all
         originalQueryCacheType = context.originalQueryCacheType ?? .all

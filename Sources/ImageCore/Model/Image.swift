@@ -91,7 +91,8 @@ public final class Image: Sendable {
 
     /// Returns a copy with other metadata (for example after a transformer changed the pixels).
     public func with(
-        frames newFrames: [ImageFrame]? = nil, metadata newMetadata: ImageMetadata? = nil, format newFormat: ImageFormat? = nil
+        frames newFrames: [ImageFrame]? = nil, metadata newMetadata: ImageMetadata? = nil,
+        format newFormat: ImageFormat? = nil
     ) -> Image {
         let keepsProvider = newFrames == nil
         return Image(

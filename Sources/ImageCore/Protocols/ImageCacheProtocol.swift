@@ -58,7 +58,8 @@ public struct CacheQueryResult: Sendable {
     public var cacheType: ImageCacheType
 
     /// Creates a result.
-    public init(image: Image? = nil, data: Data? = nil, metadata: CacheEntryMetadata? = nil, cacheType: ImageCacheType) {
+    public init(image: Image? = nil, data: Data? = nil, metadata: CacheEntryMetadata? = nil, cacheType: ImageCacheType)
+    {
         self.image = image
         self.data = data
         self.metadata = metadata

@@ -12,7 +12,8 @@ public struct ImageRequest: Sendable {
     public var timeout: Double?
 
     /// Creates a request.
-    public init(url: URL, method: String = "GET", headers: [(name: String, value: String)] = [], timeout: Double? = nil) {
+    public init(url: URL, method: String = "GET", headers: [(name: String, value: String)] = [], timeout: Double? = nil)
+    {
         self.url = url
         self.method = method
         self.headers = headers

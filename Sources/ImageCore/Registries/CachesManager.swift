@@ -96,10 +96,12 @@ public final class CachesManager: ImageCacheProtocol, Sendable {
         }
         let operation = CancellableOperation()
         if policy == .concurrent {
-            queryConcurrently(caches, key: key, options: options, context: context, cacheType: cacheType,
+            queryConcurrently(
+                caches, key: key, options: options, context: context, cacheType: cacheType,
                 operation: operation, completion: completion)
         } else {
-            querySerially(caches[...], found: nil, key: key, options: options, context: context,
+            querySerially(
+                caches[...], found: nil, key: key, options: options, context: context,
                 cacheType: cacheType, operation: operation, completion: completion)
         }
         return operation
@@ -111,7 +113,8 @@ public final class CachesManager: ImageCacheProtocol, Sendable {
         completion: @escaping @Sendable (Result<CacheQueryResult?, ImageError>) -> Void
     ) {
         guard let cache = caches.first, !operation.isCancelled else {
-            completion(operation.isCancelled && found == nil ? .failure(.cancelled(stage: .cacheQuery)) : .success(found))
+            completion(
+                operation.isCancelled && found == nil ? .failure(.cancelled(stage: .cacheQuery)) : .success(found))
             return
         }
         let inner = cache.queryImage(forKey: key, options: options, context: context, cacheType: cacheType) { result in
@@ -137,7 +140,8 @@ public final class CachesManager: ImageCacheProtocol, Sendable {
             }
             let needsData = options.contains(.queryMemoryData) && merged?.data == nil
             if let merged, !needsData { return completion(.success(merged)) }
-            self.querySerially(caches.dropFirst(), found: merged, key: key, options: options, context: context,
+            self.querySerially(
+                caches.dropFirst(), found: merged, key: key, options: options, context: context,
                 cacheType: cacheType, operation: operation, completion: completion)
         }
         if let inner { operation.onCancel { inner.cancel() } }
@@ -177,7 +181,8 @@ public final class CachesManager: ImageCacheProtocol, Sendable {
             completion?(error.map { .failure($0) } ?? .success(()))
         }
         if policy == .serial {
-            storeSerially(caches[...], image: image, data: data, metadata: metadata, key: key, cacheType: cacheType,
+            storeSerially(
+                caches[...], image: image, data: data, metadata: metadata, key: key, cacheType: cacheType,
                 firstError: firstError, finish: finish)
             return
         }
@@ -197,7 +202,8 @@ public final class CachesManager: ImageCacheProtocol, Sendable {
         guard let cache = caches.first else { return finish() }
         cache.store(image, data: data, metadata: metadata, forKey: key, cacheType: cacheType) { result in
             if case .failure(let error) = result { firstError.withLock { $0 = $0 ?? error } }
-            self.storeSerially(caches.dropFirst(), image: image, data: data, metadata: metadata, key: key,
+            self.storeSerially(
+                caches.dropFirst(), image: image, data: data, metadata: metadata, key: key,
                 cacheType: cacheType, firstError: firstError, finish: finish)
         }
     }

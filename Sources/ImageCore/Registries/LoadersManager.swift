@@ -27,7 +27,9 @@ public final class LoadersManager: ImageLoader, Sendable {
     public func removeLoader(_ loader: any ImageLoader) {
         storage.withLock { list in
             list.removeAll {
-                if type(of: $0) is AnyClass, type(of: loader) is AnyClass { return ($0 as AnyObject) === (loader as AnyObject) }
+                if type(of: $0) is AnyClass, type(of: loader) is AnyClass {
+                    return ($0 as AnyObject) === (loader as AnyObject)
+                }
                 return ObjectIdentifier(type(of: $0)) == ObjectIdentifier(type(of: loader))
             }
         }
@@ -49,7 +51,8 @@ public final class LoadersManager: ImageLoader, Sendable {
             completion(.failure(ImageError(.noLoader, stage: .download, message: "no loader for \(url.scheme ?? "?")")))
             return CancellableOperation()
         }
-        return loader.requestImage(with: url, options: options, context: context, progress: progress, completion: completion)
+        return loader.requestImage(
+            with: url, options: options, context: context, progress: progress, completion: completion)
     }
 
     /// Asks the loader that handles `url`.
