@@ -38,6 +38,7 @@ let package = Package(
         .systemLibrary(
             name: "CJPEG", path: "Plugins/CJPEG", pkgConfig: "libturbojpeg",
             providers: [.apt(["libjpeg62-turbo-dev", "libturbojpeg0-dev", "libjpeg-turbo8-dev"])]),
+        .target(name: "CPNGShim", dependencies: ["CPNG"], path: "Plugins/CPNGShim"),
         .systemLibrary(
             name: "CWebP", path: "Plugins/CWebP", pkgConfig: "libwebp",
             providers: [.apt(["libwebp-dev"])]),
@@ -46,7 +47,7 @@ let package = Package(
             providers: [.apt(["libgif-dev"])]),
 
         // MARK: Coder plugins
-        .target(name: "PNGCoder", dependencies: ["ImageCore", "CPNG"], path: "Plugins/PNGCoder"),
+        .target(name: "PNGCoder", dependencies: ["ImageCore", "CPNG", "CPNGShim"], path: "Plugins/PNGCoder"),
         .target(name: "JPEGCoder", dependencies: ["ImageCore", "CJPEG"], path: "Plugins/JPEGCoder"),
         .target(name: "WebPCoder", dependencies: ["ImageCore", "CWebP"], path: "Plugins/WebPCoder"),
         .target(name: "GIFCoder", dependencies: ["ImageCore", "CGIF"], path: "Plugins/GIFCoder"),
@@ -111,6 +112,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
             ]),
         .testTarget(name: "ImageTransformersTests", dependencies: ["ImageTransformers", "ImageTestSupport"]),
         .testTarget(name: "WebImageTests", dependencies: ["WebImage", "ImageTestSupport"]),

@@ -34,6 +34,7 @@ else
     if available libjpeg62-turbo-dev; then packages+=(libjpeg62-turbo-dev); else packages+=(libjpeg-turbo8-dev); fi
 fi
 if [ "$want_test" -eq 1 ]; then
+    command -v openssl >/dev/null 2>&1 || packages+=(openssl)
     if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then
         ensure_index
         if available nginx-light; then packages+=(nginx-light); else packages+=(nginx-core); fi

@@ -102,12 +102,12 @@ private final class BlockingDelegate: ImageManagerDelegate {
 
     @Test func managerTTLUnblocks() async throws {
         let rig = Rig()
-        rig.manager.failedURLTTL = 0.5
+        rig.manager.failedURLTTL = 3
         let url = testURL()
         rig.loader.set(.failure(.invalidDownloadStatusCode(404)), for: url)
         _ = await rig.load(url)
         #expect(rig.manager.isFailedURL(url))
-        try await Task.sleep(nanoseconds: 600_000_000)
+        try await Task.sleep(nanoseconds: 3_200_000_000)
         #expect(!rig.manager.isFailedURL(url))
         #expect(await rig.load(url).error?.code == .invalidDownloadStatusCode)
         #expect(rig.loader.requestCount == 2)

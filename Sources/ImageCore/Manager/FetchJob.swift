@@ -104,6 +104,9 @@ final class FetchJob: Sendable {
         }
     }
 
+    /// True once every subscriber was served or left (the registry forgets the job soon after).
+    var isFinished: Bool { state.withLock { $0.machine.isFinished } }
+
     func cancel(_ id: UInt64) { event { $0.machine.cancel(id) } }
 
     func sourceSucceeded(_ source: FetchSource) { event { $0.machine.sourceFinished(source) } }

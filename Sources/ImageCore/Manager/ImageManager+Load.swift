@@ -81,8 +81,10 @@ extension ImageManager {
         guard let key = plan.key, !plan.options.contains(.fromLoaderOnly), plan.queryCacheType != .none else {
             return queryOriginalOrDownload(operation, plan)
         }
+        // Revalidation needs the entry's validators, which live with the bytes: read them even on a memory hit.
+        let queryOptions = plan.options.contains(.refreshCached) ? plan.options.union(.queryMemoryData) : plan.options
         let query = plan.cache.queryImage(
-            forKey: key, options: plan.options, context: plan.context, cacheType: plan.queryCacheType
+            forKey: key, options: queryOptions, context: plan.context, cacheType: plan.queryCacheType
         ) { result in
             operation.detachQuery()
             switch result {
@@ -247,14 +249,24 @@ extension ImageManager {
         var attempts = 0
         while true {
             let seen = jobs.withLock { $0.generation }
-            if let recheck, jobs.withLock({ $0.jobs[jobKey] == nil }), let hit = recheck() {
-                return operation.finish(.success(hit))
+            // A finished job already stored its result in memory; a miss after it ended needs a new job.
+            var lookedAfterEndOf: FetchJob?
+            if let recheck {
+                let live = jobs.withLock { $0.jobs[jobKey] }
+                if live == nil || live?.isFinished == true {
+                    if let hit = recheck() { return operation.finish(.success(hit)) }
+                    lookedAfterEndOf = live
+                }
             }
             let joined = jobs.withLock { registry -> (FetchJob, [FetchJob.Machine.Action])? in
-                if let existing = registry.jobs[jobKey], let actions = existing.subscribe(subscriber) {
+                let existing = registry.jobs[jobKey]
+                if let existing, let actions = existing.subscribe(subscriber) {
                     return (existing, actions)
                 }
-                if recheck != nil && registry.ended(jobKey, since: seen) && attempts < 100 { return nil }
+                if recheck != nil && attempts < 100 {
+                    if registry.ended(jobKey, since: seen) { return nil }
+                    if let existing, existing !== lookedAfterEndOf { return nil }
+                }
                 let job = FetchJob(key: jobKey, manager: self, runsInline: inline, startSource: startSource)
                 registry.jobs[jobKey] = job
                 return (job, job.subscribe(subscriber) ?? [])

@@ -1,13 +1,15 @@
 import Foundation
 
 extension ImageManager {
-    private struct StoreRequest {
+    private struct StoreRequest: Sendable {
         let cache: any ImageCacheProtocol
         let image: Image?
         let data: Data?
         let metadata: CacheEntryMetadata?
         let key: String
         let cacheType: ImageCacheType
+        /// The disk bytes come from the serializer: encoded after the memory store, off the delivery path.
+        var serializes = false
     }
 
     /// Stores a fetch's result per the plan, then calls `completion` once every store finished.
@@ -24,10 +26,6 @@ extension ImageManager {
     ) {
         guard let key = plan.key else { return completion() }
         var requests: [StoreRequest] = []
-        let serialized: () -> Data? = {
-            plan.storeCacheType.contains(.disk)
-                ? plan.serializer.cacheData(for: image, originalData: source.data, imageURL: plan.url) : nil
-        }
         switch source.role {
         case .download:
             let metadata = source.response.map { CacheEntryMetadata(response: $0, key: plan.originalKey) }
@@ -43,8 +41,9 @@ extension ImageManager {
                     derivedMetadata.contentType = image.format.mimeType
                     requests.append(
                         StoreRequest(
-                            cache: plan.cache, image: image, data: transformed ? serialized() : source.data,
-                            metadata: derivedMetadata, key: key, cacheType: plan.storeCacheType))
+                            cache: plan.cache, image: image, data: transformed ? nil : source.data,
+                            metadata: derivedMetadata, key: key, cacheType: plan.storeCacheType,
+                            serializes: transformed))
                 }
             } else if plan.storeCacheType != .none {
                 var plainMetadata = metadata
@@ -64,21 +63,47 @@ extension ImageManager {
             if plan.storeCacheType != .none {
                 requests.append(
                     StoreRequest(
-                        cache: plan.cache, image: image, data: transformed ? serialized() : source.data,
+                        cache: plan.cache, image: image, data: transformed ? nil : source.data,
                         metadata: CacheEntryMetadata(originalKey: key, storedAt: Date()), key: key,
-                        cacheType: plan.storeCacheType))
+                        cacheType: plan.storeCacheType, serializes: transformed))
             }
         }
-        let countdown = Countdown(requests.count, completion)
+        // A serialized variant goes to memory now (before the fetch ends, which the download recheck relies on)
+        // and is encoded for disk afterwards on the pool, so the encode never delays delivery.
+        var immediate: [StoreRequest] = []
+        var deferred: [StoreRequest] = []
         for request in requests {
+            guard request.serializes, request.cacheType.contains(.disk) else {
+                immediate.append(request)
+                continue
+            }
+            if request.cacheType.contains(.memory) {
+                let memory = StoreRequest(
+                    cache: request.cache, image: request.image, data: nil, metadata: nil, key: request.key,
+                    cacheType: .memory)
+                immediate.append(memory)
+            }
+            deferred.append(request)
+        }
+        let countdown = Countdown(immediate.count + deferred.count, completion)
+        let perform: @Sendable (StoreRequest, Data?, ImageCacheType) -> Void = { request, data, cacheType in
             request.cache.store(
-                request.image, data: request.data, metadata: request.metadata, forKey: request.key,
-                cacheType: request.cacheType
+                request.image, data: data, metadata: request.metadata, forKey: request.key, cacheType: cacheType
             ) { result in
                 if case .failure(let error) = result {
                     self.log("cache store failed for key \(request.key): \(error)")
                 }
                 countdown.tick()
+            }
+        }
+        for request in immediate { perform(request, request.data, request.cacheType) }
+        guard !deferred.isEmpty else { return }
+        let encodeLater = deferred
+        workPool.submit {
+            for request in encodeLater {
+                let data = plan.serializer.cacheData(for: image, originalData: source.data, imageURL: plan.url)
+                if data == nil { self.log("cache serializer produced no bytes for key \(request.key)") }
+                perform(request, data, .disk)
             }
         }
     }

@@ -70,8 +70,11 @@ public final class Image: Sendable {
     /// True when the image has more than one frame.
     public var isAnimated: Bool { frameCount > 1 }
 
-    /// Bytes of pixel memory this image holds; the memory cache's cost.
-    public var memoryCost: Int { frames.reduce(0) { $0 + $1.pixels.byteCount } }
+    /// Bytes of pixel memory this image holds (its frames plus what an on-demand provider retains); the memory
+    /// cache's cost.
+    public var memoryCost: Int {
+        frames.reduce(0) { $0 + $1.pixels.byteCount } + (animatedProvider?.retainedByteCount ?? 0)
+    }
 
     /// Returns the frame at `index`, decoding it through ``animatedProvider`` when it is not held.
     ///

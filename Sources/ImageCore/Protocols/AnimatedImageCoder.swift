@@ -25,4 +25,12 @@ public protocol AnimatedImageProvider: Sendable {
     func duration(at index: Int) -> Double
     /// Decodes and composites frame `index` (may block).
     func frame(at index: Int) throws -> ImageFrame
+    /// Bytes the provider keeps between calls (a compositing canvas, a decoder's buffers); counted in
+    /// ``Image/memoryCost`` so caches see what an on-demand animation really holds.
+    var retainedByteCount: Int { get }
+}
+
+extension AnimatedImageProvider {
+    /// Default: nothing retained beyond the encoded bytes.
+    public var retainedByteCount: Int { 0 }
 }

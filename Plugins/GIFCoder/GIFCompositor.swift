@@ -1,0 +1,156 @@
+internal import CGIF
+import ImageCore
+
+/// Decodes a GIF's frames in order and composites them onto the logical-screen canvas (RGBA, straight alpha).
+///
+/// Keeps one giflib handle, the canvas and, for "restore previous" frames, the rectangle it will restore, so
+/// playing frames in order costs one frame decode each; asking for an earlier frame restarts from frame 0.
+/// Frames partly outside the canvas are clipped; palette indices without a colour are not drawn.
+/// Not thread-safe: used by one decode call, or under the lock of ``GIFAnimatedProvider``.
+final class GIFCompositor {
+    let structure: GIFStructure
+    private let bytes: [UInt8]
+    private var handle: GIFDecodeHandle
+    private var canvas: [UInt8]
+    private var row: [UInt8] = []
+    /// Index of the frame ``advance()`` draws next.
+    private(set) var nextIndex = 0
+    /// The last drawn frame, its clipped rectangle and, for disposal 3, the pixels under it before it was drawn.
+    private var pending: (frame: GIFFrameInfo, rect: ClipRect, saved: [UInt8]?)?
+
+    struct ClipRect {
+        var x0: Int, y0: Int, x1: Int, y1: Int
+        var isEmpty: Bool { x0 >= x1 || y0 >= y1 }
+    }
+
+    init(bytes: [UInt8], structure: GIFStructure) throws(ImageError) {
+        self.bytes = bytes
+        self.structure = structure
+        self.handle = try GIFDecodeHandle(bytes: bytes)
+        self.canvas = [UInt8](repeating: 0, count: structure.width * structure.height * 4)
+    }
+
+    /// The canvas after drawing frame `index` (shares storage until the next draw mutates it).
+    func canvas(at index: Int) throws(ImageError) -> [UInt8] {
+        guard index >= 0 && index < structure.frames.count else {
+            throw GIFErrors.malformed("frame \(index) out of range 0..<\(structure.frames.count)")
+        }
+        if index < nextIndex { try restart() }
+        while nextIndex <= index { try advance() }
+        return canvas
+    }
+
+    private func restart() throws(ImageError) {
+        handle = try GIFDecodeHandle(bytes: bytes)
+        canvas = [UInt8](repeating: 0, count: structure.width * structure.height * 4)
+        nextIndex = 0
+        pending = nil
+    }
+
+    private func clip(_ frame: GIFFrameInfo) -> ClipRect {
+        ClipRect(
+            x0: max(0, frame.left), y0: max(0, frame.top), x1: min(structure.width, frame.left + frame.width),
+            y1: min(structure.height, frame.top + frame.height))
+    }
+
+    /// Disposes of the previous frame, then decodes and draws the next one.
+    private func advance() throws(ImageError) {
+        disposePrevious()
+        let frame = structure.frames[nextIndex]
+        let rect = clip(frame)
+        let saved = frame.disposal == 3 && !rect.isEmpty ? copyRect(rect) : nil
+
+        handle.reader.cursor = frame.descriptorOffset
+        guard try handle.nextRecord() == IMAGE_DESC_RECORD_TYPE else {
+            throw GIFErrors.malformed("frame \(nextIndex) has no image descriptor")
+        }
+        try handle.readImageDescriptor()
+        let desc = handle.gif.pointee.Image
+        let palette = Self.palette(desc.ColorMap ?? handle.gif.pointee.SColorMap, transparent: frame.transparentIndex)
+        if row.count != frame.width { row = [UInt8](repeating: 0, count: frame.width) }
+        if desc.Interlace {
+            for (start, step) in [(0, 8), (4, 8), (2, 4), (1, 2)] {
+                for y in stride(from: start, to: frame.height, by: step) { try drawRow(y, of: frame, rect, palette) }
+            }
+        } else {
+            for y in 0..<frame.height { try drawRow(y, of: frame, rect, palette) }
+        }
+        pending = (frame, rect, saved)
+        nextIndex += 1
+    }
+
+    /// Decodes frame row `y` and draws its opaque pixels that fall inside the canvas.
+    private func drawRow(_ y: Int, of frame: GIFFrameInfo, _ rect: ClipRect, _ palette: [UInt8]) throws(ImageError) {
+        try handle.readRow(&row)
+        let canvasY = frame.top + y
+        guard canvasY >= rect.y0 && canvasY < rect.y1 else { return }
+        let width = structure.width
+        row.withUnsafeBufferPointer { indices in
+            palette.withUnsafeBufferPointer { colors in
+                canvas.withUnsafeMutableBufferPointer { pixels in
+                    var out = (canvasY * width + rect.x0) * 4
+                    for x in rect.x0..<rect.x1 {
+                        let entry = Int(indices[x - frame.left]) * 4
+                        if colors[entry + 3] != 0 {
+                            pixels[out] = colors[entry]
+                            pixels[out + 1] = colors[entry + 1]
+                            pixels[out + 2] = colors[entry + 2]
+                            pixels[out + 3] = 255
+                        }
+                        out += 4
+                    }
+                }
+            }
+        }
+    }
+
+    /// Applies the previous frame's disposal: clear to transparent (2) or restore what was under it (3).
+    private func disposePrevious() {
+        guard let pending, !pending.rect.isEmpty else { return }
+        switch pending.frame.disposal {
+        case 2:
+            let rowBytes = (pending.rect.x1 - pending.rect.x0) * 4
+            for y in pending.rect.y0..<pending.rect.y1 {
+                let start = (y * structure.width + pending.rect.x0) * 4
+                canvas.replaceSubrange(start..<start + rowBytes, with: repeatElement(0, count: rowBytes))
+            }
+        case 3:
+            if let saved = pending.saved { pasteRect(saved, pending.rect) }
+        default:
+            break
+        }
+    }
+
+    private func copyRect(_ rect: ClipRect) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity((rect.x1 - rect.x0) * (rect.y1 - rect.y0) * 4)
+        for y in rect.y0..<rect.y1 {
+            let start = (y * structure.width + rect.x0) * 4
+            out.append(contentsOf: canvas[start..<start + (rect.x1 - rect.x0) * 4])
+        }
+        return out
+    }
+
+    private func pasteRect(_ saved: [UInt8], _ rect: ClipRect) {
+        let rowBytes = (rect.x1 - rect.x0) * 4
+        for (i, y) in (rect.y0..<rect.y1).enumerated() {
+            let start = (y * structure.width + rect.x0) * 4
+            canvas.replaceSubrange(start..<start + rowBytes, with: saved[i * rowBytes..<(i + 1) * rowBytes])
+        }
+    }
+
+    /// A 256-entry RGBA lookup table: alpha 0 marks the transparent index and indices the palette lacks.
+    private static func palette(_ map: UnsafeMutablePointer<ColorMapObject>?, transparent: Int?) -> [UInt8] {
+        var table = [UInt8](repeating: 0, count: 256 * 4)
+        if let map, let colors = map.pointee.Colors {
+            for i in 0..<min(256, max(0, Int(map.pointee.ColorCount))) {
+                table[i * 4] = colors[i].Red
+                table[i * 4 + 1] = colors[i].Green
+                table[i * 4 + 2] = colors[i].Blue
+                table[i * 4 + 3] = 255
+            }
+        }
+        if let transparent, transparent < 256 { table[transparent * 4 + 3] = 0 }
+        return table
+    }
+}

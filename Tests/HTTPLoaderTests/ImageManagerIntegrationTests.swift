@@ -1,0 +1,76 @@
+import Foundation
+import HTTPLoader
+import ImageCore
+import ImageTestSupport
+import NIOHTTP1
+import Testing
+
+/// The loader as users register it: the manager's default loader, against a real local server.
+@Suite(.serialized) struct ImageManagerIntegrationTests {
+    @Test func loadsThroughTheManagerHitsTheCacheThenRevalidatesWith304() async throws {
+        let body = [UInt8](TestCoder.data(width: 12, height: 9))
+        try await withServer(script: { request in
+            if request.header("If-None-Match") == "\"v1\"" { return .respond(status: .notModified, headers: [("ETag", "\"v1\"")]) }
+            return .respond(headers: [("Content-Type", "image/x-test"), ("ETag", "\"v1\"")], body: body)
+        }) { server, loader in
+            let previous = (ImageManager.defaultImageCache, ImageManager.defaultImageLoader)
+            defer { (ImageManager.defaultImageCache, ImageManager.defaultImageLoader) = previous }
+            ImageManager.defaultImageLoader = LoadersManager(loaders: [FileLoader(), DataURLLoader(), loader])
+            let cache = RecordingCache()
+            ImageManager.defaultImageCache = cache
+            let manager = ImageManager()
+            var context = ImageContext()
+            context.imageCoder = TestCoder()
+            let url = server.url("/photo.timg")
+
+            let cold = try await manager.loadImage(with: url, options: .waitStoreCache, context: context)
+            #expect(cold.cacheType == .none && cold.image.width == 12)
+            #expect(cache.diskMetadata(forKey: url.absoluteString)?.etag == "\"v1\"", "validators stored with the entry")
+
+            let warm = try await manager.loadImage(with: url, context: context)
+            #expect(warm.cacheType == .memory)
+            #expect(server.requests(to: "/photo.timg").count == 1)
+
+            var deliveries: [ImageResult] = []
+            for try await event in manager.imageEvents(for: url, options: .refreshCached, context: context) {
+                switch event {
+                case .preview(let result), .completed(let result): deliveries.append(result)
+                case .progress: break
+                }
+            }
+            #expect(deliveries.count == 2)
+            #expect(deliveries.first?.isFinal == false && deliveries.first?.cacheType == .memory)
+            #expect(deliveries.last?.isNotModified == true, "304: the cached image stays")
+            let requests = server.requests(to: "/photo.timg")
+            #expect(requests.count == 2)
+            #expect(requests.last?.header("If-None-Match") == "\"v1\"")
+            #expect(!manager.isFailedURL(url))
+        }
+    }
+
+    @Test func a404IsBlockedByTheManagerAnd500IsNot() async throws {
+        try await withServer(script: { request in
+            .respond(status: request.path == "/missing.png" ? .notFound : .internalServerError)
+        }) { server, loader in
+            let manager = ImageManager(cache: RecordingCache(), loader: loader)
+            let missing = server.url("/missing.png")
+            let broken = server.url("/broken.png")
+            for url in [missing, broken] {
+                do {
+                    _ = try await manager.loadImage(with: url)
+                    Issue.record("loaded \(url)")
+                } catch {
+                    #expect((error as any Error as? ImageError)?.code == .invalidDownloadStatusCode)
+                }
+            }
+            #expect(manager.isFailedURL(missing))
+            #expect(!manager.isFailedURL(broken))
+            do {
+                _ = try await manager.loadImage(with: missing)
+            } catch {
+                #expect((error as any Error as? ImageError)?.code == .blockedURL)
+            }
+            #expect(server.requests(to: "/missing.png").count == 1)
+        }
+    }
+}
