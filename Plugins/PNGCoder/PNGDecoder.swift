@@ -1,0 +1,123 @@
+internal import CPNG
+internal import CPNGShim
+import Foundation
+import ImageCore
+
+/// Full decodes through libpng's simplified API (`png_image_*`), which reports errors by status, never longjmp.
+///
+/// Output layout: RGBA8 (straight alpha) when the image has an alpha channel or a tRNS chunk, RGB8 for colour and
+/// palette images without alpha, gray8 for gray ones. 16-bit samples are scaled to 8 bits (treated as sRGB-encoded,
+/// like browsers do); gAMA/sRGB/cHRM are resolved by libpng to sRGB output. Thread-safe: no shared state.
+enum PNGDecoder {
+    // png.h's PNG_FORMAT_FLAG_* and PNG_IMAGE_FLAG_* are function-like macro compositions Swift cannot import.
+    private static let formatFlagAlpha: UInt32 = 0x01
+    private static let formatFlagColor: UInt32 = 0x02
+    private static let imageFlag16BitSRGB: UInt32 = 0x04
+
+    /// Decodes `data` honouring the budget, thumbnail and scale-down options.
+    static func decode(_ data: Data, options: ImageDecodeOptions) throws -> Image {
+        let chunks = try header(of: data, scanAll: true)
+        try options.checkPixelBudget(width: chunks.width, height: chunks.height)
+        var pixels = try decodePixels(data, chunks: chunks)
+        let target = options.targetSize(forSourceWidth: pixels.width, height: pixels.height)
+        if target.width != pixels.width || target.height != pixels.height {
+            pixels = AreaResampler.resample(pixels, width: target.width, height: target.height)
+        }
+        let metadata = ImageMetadata(
+            iccProfile: chunks.hasICCP ? iccProfile(of: data) : nil, exif: chunks.exif,
+            sourcePixelWidth: chunks.width, sourcePixelHeight: chunks.height)
+        return Image(pixels: pixels, format: .png, metadata: metadata)
+    }
+
+    /// The signature and IHDR, or a `badImageData` error.
+    static func header(of data: Data, scanAll: Bool) throws(ImageError) -> PNGChunks {
+        guard let chunks = PNGChunks.read(data, scanAll: scanAll) else {
+            throw PNGStatus.badData(data.count < 33 ? "too short for a PNG header" : "missing PNG signature or IHDR")
+        }
+        return chunks
+    }
+
+    /// Decodes the whole image at its stored size.
+    static func decodePixels(_ data: Data, chunks: PNGChunks) throws -> PixelBuffer {
+        // libpng 1.6.39's simplified API garbles about half the pixels of Adam7-interlaced 16-bit images when it
+        // reduces them to 8 bits (every colour type; found by PNGDecodeTests). Those go through the regular API in
+        // the shim's reader instead, which applies the same transforms.
+        if chunks.interlaced && chunks.bitDepth == 16 { return try decodeWithReader(data) }
+        return try data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) throws -> PixelBuffer in
+            var image = png_image()
+            image.version = UInt32(PNG_IMAGE_VERSION)
+            // png_image_free releases libpng's state on every path (it is a no-op when begin_read already freed it).
+            defer { png_image_free(&image) }
+            guard png_image_begin_read_from_memory(&image, bytes.baseAddress, bytes.count) != 0 else {
+                throw PNGStatus.error(status: Int32(PNGSHIM_ERROR), message: message(of: &image), stage: .decode)
+            }
+            let width = Int(image.width)
+            let height = Int(image.height)
+            guard width == chunks.width, height == chunks.height else {
+                throw PNGStatus.badData("IHDR size disagrees with libpng")
+            }
+            let hasAlpha = image.format & formatFlagAlpha != 0
+            let isColor = image.format & formatFlagColor != 0
+            let layout: PixelLayout = hasAlpha ? .rgba8 : (isColor ? .rgb8 : .gray8)
+            image.format = hasAlpha ? (formatFlagColor | formatFlagAlpha) : (isColor ? formatFlagColor : 0)
+            image.flags |= imageFlag16BitSRGB
+            let rowBytes = width * layout.bytesPerPixel
+            let (total, overflow) = rowBytes.multipliedReportingOverflow(by: height)
+            guard !overflow, rowBytes <= Int(Int32.max) else {
+                throw ImageError(.imageTooLarge, stage: .decode, message: "PNG: \(width)x\(height) overflows memory")
+            }
+            var failure: String?
+            let pixels = [UInt8](unsafeUninitializedCapacity: total) { buffer, initialized in
+                if png_image_finish_read(&image, nil, buffer.baseAddress, Int32(rowBytes), nil) != 0 {
+                    initialized = total
+                } else {
+                    failure = message(of: &image)
+                    initialized = 0
+                }
+            }
+            if let failure {
+                throw PNGStatus.error(status: Int32(PNGSHIM_ERROR), message: failure, stage: .decode)
+            }
+            return PixelBuffer(width: width, height: height, layout: layout, alphaMode: .straight, bytes: pixels)
+        }
+    }
+
+    /// Decodes the whole stream with the shim's libpng reader (regular API, setjmp inside the shim).
+    ///
+    /// The budget was checked by the caller; the reader checks it again before allocating.
+    static func decodeWithReader(_ data: Data) throws -> PixelBuffer {
+        guard let reader = PNGProgressiveReader(maxPixels: Int.max) else {
+            throw ImageError(.imageTooLarge, stage: .decode, message: "PNG: out of memory")
+        }
+        let status = data.withUnsafeBytes { bytes in
+            pngshim_reader_feed(reader.handle, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count)
+        }
+        guard status == Int32(PNGSHIM_DONE), let pixels = reader.pixels() else {
+            let message = status == Int32(PNGSHIM_OK) ? "truncated image data" : reader.message
+            throw PNGStatus.error(
+                status: status == Int32(PNGSHIM_OK) ? Int32(PNGSHIM_ERROR) : status, message: message, stage: .decode)
+        }
+        return pixels
+    }
+
+    /// The iCCP profile bytes, read by the shim's header pass; nil when absent or unreadable.
+    static func iccProfile(of data: Data) -> [UInt8]? {
+        data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) -> [UInt8]? in
+            guard let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return nil }
+            var profile: UnsafeMutablePointer<UInt8>?
+            var length = 0
+            let status = pngshim_read_iccp(base, bytes.count, &profile, &length)
+            defer { free(profile) }
+            guard status == Int32(PNGSHIM_OK), let profile, length > 0 else { return nil }
+            return Array(UnsafeBufferPointer(start: profile, count: length))
+        }
+    }
+
+    /// The NUL-terminated message libpng left in the image's fixed-size buffer.
+    private static func message(of image: inout png_image) -> String {
+        withUnsafeBytes(of: &image.message) { raw in
+            let bytes = raw.prefix { $0 != 0 }
+            return String(decoding: bytes, as: UTF8.self)
+        }
+    }
+}

@@ -1,1 +1,0 @@
-// Placeholder so the package manifest resolves while PNGCoder is being written; replaced by the real module.

@@ -1,0 +1,36 @@
+import Foundation
+import ImageCore
+import ImageTestSupport
+import PNGCoder
+import Testing
+
+/// Every PNG row of the shared corpus (DESIGN.md §8) checked against PNGCoder.
+@Suite struct PNGConformanceTests {
+    /// Folders (or folder + extension filters) that hold PNG files.
+    static let groups: [String] = ["png", "hostile/png", "hostile/bombs", "hostile/truncated", "photos"]
+    static let extensions: Set<String> = ["png"]
+
+    @Test(arguments: groups)
+    func corpusGroup(_ group: String) {
+        guard Corpus.isAvailable else {
+            print(
+                "PNGConformanceTests: corpus not found (set IMAGE_CORPUS or place it at ../shared/corpus); skipping \(group)"
+            )
+            return
+        }
+        let rows = Corpus.expectations(under: group, extensions: Self.extensions)
+        #expect(!rows.isEmpty, "no PNG rows under \(group)")
+        var counts: [String: (passed: Int, total: Int)] = [:]
+        for row in rows {
+            let outcome = ConformanceCheck.check(row, coder: PNGCoder.shared, acceptStillForAnimatedPNG: true)
+            #expect(outcome.passed, "\(outcome)")
+            var count = counts[row.folder, default: (0, 0)]
+            count.total += 1
+            if outcome.passed { count.passed += 1 }
+            counts[row.folder] = count
+        }
+        for (folder, count) in counts.sorted(by: { $0.key < $1.key }) {
+            print("PNG conformance \(folder): \(count.passed)/\(count.total) rows met")
+        }
+    }
+}

@@ -1,1 +1,0 @@
-// Placeholder so the package manifest resolves while PNGCoderTests is being written; replaced by the real module.
