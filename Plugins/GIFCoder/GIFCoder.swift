@@ -105,10 +105,8 @@ public final class GIFCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendable
 
     static func makeFrame(_ canvas: [UInt8], structure: GIFStructure, target: PixelSize, duration: Double) -> ImageFrame
     {
-        let pixels = GIFPixels.resample(canvas, width: structure.width, height: structure.height, to: target)
-        return ImageFrame(
-            pixels: PixelBuffer(
-                width: target.width, height: target.height, layout: .rgba8, alphaMode: .straight, bytes: pixels),
-            duration: duration)
+        let full = PixelBuffer(
+            width: structure.width, height: structure.height, layout: .rgba8, alphaMode: .straight, bytes: canvas)
+        return ImageFrame(pixels: full.areaResampled(width: target.width, height: target.height), duration: duration)
     }
 }

@@ -70,10 +70,7 @@ enum GIFEncoder {
         }
         for index in 0..<count {
             let frame = try image.frame(at: index)
-            var rgba = GIFPixels.straightRGBA(frame.pixels)
-            if frame.pixels.width != target.width || frame.pixels.height != target.height {
-                rgba = GIFPixels.resample(rgba, width: frame.pixels.width, height: frame.pixels.height, to: target)
-            }
+            let rgba = GIFPixels.straightRGBA(frame.pixels.areaResampled(width: target.width, height: target.height))
             try writeFrame(
                 GIFQuantizer.quantize(rgba), size: target, duration: animated ? frame.duration : nil, handle)
         }

@@ -54,7 +54,7 @@ enum JPEGDecoder {
                 sourceWidth: header.width, sourceHeight: header.height, decodedWidth: pixels.width,
                 decodedHeight: pixels.height, scaleNumerator: factor.num, scaleDenominator: factor.denom)
             if pixels.width != target.width || pixels.height != target.height {
-                pixels = AreaResampler.resample(pixels, width: target.width, height: target.height)
+                pixels = pixels.areaResampled(width: target.width, height: target.height)
             }
             if rotate { pixels = PixelOrienter.apply(orientation, to: pixels) }
             let metadata = ImageMetadata(

@@ -17,7 +17,7 @@ enum JPEGEncoder {
             throw ImageError(.encodeFailed, stage: .encode, message: "JPEG: cannot encode an empty image")
         }
         if let limit = options.maxPixelSize, let size = fittedSize(pixels.width, pixels.height, inside: limit) {
-            pixels = AreaResampler.resample(pixels, width: size.width, height: size.height)
+            pixels = pixels.areaResampled(width: size.width, height: size.height)
         }
         if pixels.layout.hasAlpha { pixels = composited(pixels, over: options.backgroundColor) }
         let isGray = pixels.layout == .gray8

@@ -21,7 +21,7 @@ enum PNGDecoder {
         var pixels = try decodePixels(data, chunks: chunks)
         let target = options.targetSize(forSourceWidth: pixels.width, height: pixels.height)
         if target.width != pixels.width || target.height != pixels.height {
-            pixels = AreaResampler.resample(pixels, width: target.width, height: target.height)
+            pixels = pixels.areaResampled(width: target.width, height: target.height)
         }
         let metadata = ImageMetadata(
             iccProfile: chunks.hasICCP ? iccProfile(of: data) : nil, exif: chunks.exif,

@@ -17,7 +17,7 @@ enum PNGEncoder {
             throw ImageError(.encodeFailed, stage: .encode, message: "PNG: cannot encode an empty image")
         }
         if let limit = options.maxPixelSize, let size = fittedSize(pixels.width, pixels.height, inside: limit) {
-            pixels = AreaResampler.resample(pixels, width: size.width, height: size.height)
+            pixels = pixels.areaResampled(width: size.width, height: size.height)
         }
         if pixels.alphaMode == .premultiplied { pixels = straightened(pixels) }
         let colorType: Int32

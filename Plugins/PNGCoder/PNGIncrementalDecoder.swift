@@ -100,7 +100,7 @@ final class PNGIncrementalDecoder: IncrementalImageDecoder {
         let (width, height) = (pixels.width, pixels.height)
         let target = options.targetSize(forSourceWidth: pixels.width, height: pixels.height)
         if target.width != pixels.width || target.height != pixels.height {
-            pixels = AreaResampler.resample(pixels, width: target.width, height: target.height)
+            pixels = pixels.areaResampled(width: target.width, height: target.height)
         }
         let metadata = ImageMetadata(
             sourcePixelWidth: width, sourcePixelHeight: height, isPartial: true)

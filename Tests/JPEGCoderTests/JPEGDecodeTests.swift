@@ -28,7 +28,7 @@ import Testing
         #expect(quarter.report.decodedWidth == 1000 && quarter.report.decodedHeight == 750)
         #expect(quarter.image.width == 1000 && quarter.image.height == 750)
         // The scaled decode still looks like the full image: compare against a 256 px area-average of the source.
-        let reference = AreaResampler.resample(JPEGSamples.gradient(width: 4000, height: 3000), width: 256, height: 192)
+        let reference = JPEGSamples.gradient(width: 4000, height: 3000).areaResampled(width: 256, height: 192)
         #expect(JPEGSamples.psnr(image.pixels, reference) >= 30)
     }
 

@@ -1,11 +1,11 @@
-import ImageCore
-
 /// Box-filter (area-average) downscaling of 8-bit pixel buffers.
 ///
 /// Every output pixel is the average of the source area it covers, weighted by coverage, which is what a
 /// thumbnailer wants after the codec already did the coarse reduction. With straight alpha the colour channels are
 /// weighted by alpha so transparent pixels do not darken edges; premultiplied buffers are averaged as they are.
 /// Thread-safe: pure function of its inputs.
+/// Shared by the coders for thumbnails and `maxPixelSize` after the codec's own coarse reduction (DCT scaling,
+/// libwebp scaling); ImageTransformers has the high-quality filters.
 enum AreaResampler {
     /// Resamples `source` to `width × height` (each at least 1), keeping its layout and alpha mode.
     static func resample(_ source: PixelBuffer, width: Int, height: Int) -> PixelBuffer {
@@ -169,5 +169,15 @@ enum AreaResampler {
                 weights.append(contentsOf: spans.map { Float($0 / total) })
             }
         }
+    }
+}
+
+extension PixelBuffer {
+    /// Returns the buffer downscaled to `width × height` by area averaging (box filter), keeping layout and alpha
+    /// mode; straight alpha weights the colour so transparent pixels do not darken edges.
+    ///
+    /// - Precondition: `width` and `height` are at least 1.
+    public func areaResampled(width: Int, height: Int) -> PixelBuffer {
+        AreaResampler.resample(self, width: width, height: height)
     }
 }
