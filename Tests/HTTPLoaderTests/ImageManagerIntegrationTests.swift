@@ -10,7 +10,9 @@ import Testing
     @Test func loadsThroughTheManagerHitsTheCacheThenRevalidatesWith304() async throws {
         let body = [UInt8](TestCoder.data(width: 12, height: 9))
         try await withServer(script: { request in
-            if request.header("If-None-Match") == "\"v1\"" { return .respond(status: .notModified, headers: [("ETag", "\"v1\"")]) }
+            if request.header("If-None-Match") == "\"v1\"" {
+                return .respond(status: .notModified, headers: [("ETag", "\"v1\"")])
+            }
             return .respond(headers: [("Content-Type", "image/x-test"), ("ETag", "\"v1\"")], body: body)
         }) { server, loader in
             let previous = (ImageManager.defaultImageCache, ImageManager.defaultImageLoader)
@@ -25,7 +27,8 @@ import Testing
 
             let cold = try await manager.loadImage(with: url, options: .waitStoreCache, context: context)
             #expect(cold.cacheType == .none && cold.image.width == 12)
-            #expect(cache.diskMetadata(forKey: url.absoluteString)?.etag == "\"v1\"", "validators stored with the entry")
+            #expect(
+                cache.diskMetadata(forKey: url.absoluteString)?.etag == "\"v1\"", "validators stored with the entry")
 
             let warm = try await manager.loadImage(with: url, context: context)
             #expect(warm.cacheType == .memory)
