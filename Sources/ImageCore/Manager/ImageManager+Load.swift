@@ -41,8 +41,13 @@ extension ImageManager {
             requestContext: requestContext)
         let operation = ImageLoadOperation(
             url: url, manager: self, callbackQueue: plan.callbackQueue, progress: progress, completion: completed)
-        register(operation)
         start(operation, plan)
+        // A load that already finished (a memory hit) needs no bookkeeping. Otherwise register it for cancelAll;
+        // if it finished meanwhile, `finish` may have unregistered before we registered, so check again.
+        if !operation.isFinished {
+            register(operation)
+            if operation.isFinished { unregister(operation) }
+        }
         return operation
     }
 

@@ -138,7 +138,7 @@ public final class ImageManager: Sendable {
     }
 
     /// True when `url` is on the failed-URL list.
-    public func isFailedURL(_ url: URL) -> Bool { failedURLs.withLock { $0.contains(url) } }
+    public func isFailedURL(_ url: URL) -> Bool { failedURLs.withLock { $0.count > 0 && $0.contains(url) } }
     /// Takes `url` off the failed-URL list.
     public func removeFailedURL(_ url: URL) { failedURLs.withLock { $0.remove(url) } }
     /// Empties the failed-URL list.

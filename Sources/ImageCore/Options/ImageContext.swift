@@ -32,7 +32,8 @@ public struct ImageContext: Sendable {
     /// The raw value for `key`; nil when absent or explicitly none.
     public subscript(key: ImageContextOption) -> (any Sendable)? {
         get {
-            guard let value = storage[key], !(value is ExplicitNone) else { return nil }
+            // Most loads carry an empty context: skip hashing the key.
+            guard !storage.isEmpty, let value = storage[key], !(value is ExplicitNone) else { return nil }
             return value
         }
         set { storage[key] = newValue }
@@ -44,7 +45,7 @@ public struct ImageContext: Sendable {
     }
 
     /// True when `key` holds a value or an explicit none.
-    public func contains(_ key: ImageContextOption) -> Bool { storage[key] != nil }
+    public func contains(_ key: ImageContextOption) -> Bool { !storage.isEmpty && storage[key] != nil }
 
     /// True when `key` holds an explicit none.
     public func isExplicitNone(_ key: ImageContextOption) -> Bool { storage[key] is ExplicitNone }
