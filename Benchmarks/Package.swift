@@ -1,0 +1,85 @@
+// swift-tools-version:6.1
+// Benchmarks for the WebImage SDK: a separate package so users never resolve ordo-one/benchmark.
+// Every suite measures the SDK and a raw baseline (C libraries called directly, or plain Swift) in the same
+// process with the same inputs; run.sh adds the out-of-process baselines (vips, Pillow, wrk, httpx) and prints
+// the ratios. Build and run in release only (the benchmark plugin does).
+import PackageDescription
+
+let benchmarkPlugin: [Target.PluginUsage] = [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+let benchmark: Target.Dependency = .product(name: "Benchmark", package: "benchmark")
+
+func sdk(_ names: String...) -> [Target.Dependency] {
+    names.map { .product(name: $0, package: "WebImage") }
+}
+
+let package = Package(
+    name: "WebImageBenchmarks",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        .package(name: "WebImage", path: ".."),
+        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+    ],
+    targets: [
+        // Raw C baselines: TurboJPEG, libpng, libwebp, giflib, the C thumbnail pipeline, raw file I/O.
+        .target(
+            name: "CBaselines",
+            path: "Sources/CBaselines",
+            linkerSettings: [
+                .linkedLibrary("turbojpeg"), .linkedLibrary("png16"), .linkedLibrary("webp"),
+                .linkedLibrary("gif"),
+            ]
+        ),
+        // Inputs shared by the suites and by run.sh's external baselines.
+        .target(
+            name: "BenchSupport",
+            dependencies: ["CBaselines"] + sdk("ImageCore"),
+            path: "Sources/BenchSupport"
+        ),
+        // The exact process-CPU-time metric every suite records beside wall-clock time.
+        .target(
+            name: "BenchMetrics",
+            dependencies: [benchmark],
+            path: "Sources/BenchMetrics"
+        ),
+        // Writes the benchmark inputs to a directory for vips / Pillow / nginx (run.sh calls it).
+        .executableTarget(
+            name: "ExportInputs",
+            dependencies: ["BenchSupport", "CBaselines"],
+            path: "Sources/ExportInputs"
+        ),
+        .executableTarget(
+            name: "CoreBenchmarks",
+            dependencies: [benchmark, "BenchSupport", "BenchMetrics"] + sdk("ImageCore", "MemoryCache"),
+            path: "Benchmarks/CoreBenchmarks",
+            plugins: benchmarkPlugin
+        ),
+        .executableTarget(
+            name: "CoderBenchmarks",
+            dependencies: [benchmark, "BenchSupport", "BenchMetrics", "CBaselines"]
+                + sdk("ImageCore", "JPEGCoder", "PNGCoder", "WebPCoder", "GIFCoder", "ImageTransformers"),
+            path: "Benchmarks/CoderBenchmarks",
+            plugins: benchmarkPlugin
+        ),
+        .executableTarget(
+            name: "CacheBenchmarks",
+            dependencies: [benchmark, "BenchSupport", "BenchMetrics", "CBaselines"]
+                + sdk("ImageCore", "MemoryCache", "DiskCache"),
+            path: "Benchmarks/CacheBenchmarks",
+            plugins: benchmarkPlugin
+        ),
+        .executableTarget(
+            name: "TransformBenchmarks",
+            dependencies: [benchmark, "BenchSupport", "BenchMetrics"] + sdk("ImageCore", "ImageTransformers"),
+            path: "Benchmarks/TransformBenchmarks",
+            plugins: benchmarkPlugin
+        ),
+        .executableTarget(
+            name: "HTTPBenchmarks",
+            dependencies: [benchmark, "BenchSupport", "BenchMetrics"]
+                + sdk("ImageCore", "HTTPLoader", "MemoryCache", "DiskCache", "JPEGCoder"),
+            path: "Benchmarks/HTTPBenchmarks",
+            plugins: benchmarkPlugin
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)
