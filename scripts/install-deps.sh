@@ -35,6 +35,7 @@ else
 fi
 if [ "$want_test" -eq 1 ]; then
     command -v openssl >/dev/null 2>&1 || packages+=(openssl)
+    packages+=(python3-pil)   # Examples/ImageFetch/ci.sh makes its test images with Pillow
     if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then
         ensure_index
         if available nginx-light; then packages+=(nginx-light); else packages+=(nginx-core); fi

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Builds and runs CustomCoder, then checks what it printed: PPM over HTTP, then from the disk cache of a second
+# manager with no second request, the pixel budget refusing a "bomb" header, and the coder registered last
+# winning for PNG bytes.
+set -euo pipefail
+cd "$(dirname "$0")"
+swift=${SWIFT:-swift}
+fail() { echo "CustomCoder ci: FAIL: $*" >&2; exit 1; }
+
+$swift build
+output=$(timeout 60 "$($swift build --show-bin-path)/CustomCoder")
+echo "$output"
+
+expect() { grep -qF -- "$1" <<<"$output" || fail "missing output: $1"; }
+expect 'coders, asked in this order: ["AuditingPNGCoder", "PPMCoder", "PNGCoder"]'
+expect 'manager 1: ppm 48x32 from network'
+expect 'manager 2: ppm 48x32 from disk cache'
+expect 'server requests for sunset.ppm: 1'
+expect 'bomb.ppm: refused with imageTooLarge at the decode stage'
+expect 'png: 16x16, AuditingPNGCoder decodes: 1'
+echo "CustomCoder ci: ok"

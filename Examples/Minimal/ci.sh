@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Builds and runs Minimal, then proves it picked only what it needs: no HTTP client (AsyncHTTPClient, SwiftNIO)
+# or other plugin was compiled, and the binary links libpng but neither libjpeg/libturbojpeg nor libwebp.
+set -euo pipefail
+cd "$(dirname "$0")"
+swift=${SWIFT:-swift}
+fail() { echo "Minimal ci: FAIL: $*" >&2; exit 1; }
+
+$swift build
+bin=$($swift build --show-bin-path)
+
+output=$(timeout 60 "$bin/Minimal")
+echo "$output"
+for line in "file: png 64x48 from loader" "file: png 64x48 from memory cache" \
+    "data: png 64x48 from loader" "data: png 64x48 from memory cache"; do
+    grep -qxF "$line" <<<"$output" || fail "missing output line: $line"
+done
+
+# What was compiled: SwiftPM plans (and makes empty folders for) every target of the graph, but writes object
+# files and modules only for the targets it builds, so those are the evidence.
+compiled=$(
+    for dir in "$bin"/*.build; do
+        [ -n "$(find "$dir" -name '*.o' -print -quit)" ] && basename "$dir" .build
+    done
+    find "$bin/Modules" -maxdepth 1 -name '*.swiftmodule' -printf '%f\n' | sed 's/\.swiftmodule$//'
+)
+compiled=$(sort -u <<<"$compiled")
+echo "compiled targets: $(tr '\n' ' ' <<<"$compiled")"
+grep -qx ImageCore <<<"$compiled" || fail "found no compiled ImageCore: the check looks in the wrong place"
+if forbidden=$(grep -E 'AsyncHTTPClient|NIO|HTTPLoader|Crypto|JPEG|WebP|GIF|DiskCache' <<<"$compiled"); then
+    fail "compiled targets it does not need: $(tr '\n' ' ' <<<"$forbidden")"
+fi
+
+libraries=$(ldd "$bin/Minimal")
+grep -q 'libpng' <<<"$libraries" || fail "the binary does not link libpng"
+if grep -Ei 'libjpeg|libturbojpeg|libwebp' <<<"$libraries"; then
+    fail "the binary links libjpeg or libwebp"
+fi
+echo "image libraries linked: $(awk '/lib(png|jpeg|turbojpeg|webp|gif)/ {print $1}' <<<"$libraries" | tr '\n' ' ')"
+echo "Minimal ci: ok"

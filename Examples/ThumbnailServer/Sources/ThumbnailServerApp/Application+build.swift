@@ -1,0 +1,96 @@
+import Foundation
+import Hummingbird
+import ServiceLifecycle
+import WebImage
+
+/// Builds the thumbnail server: routes, the SDK's manager (memory + disk cache, HTTP loader) and its counters.
+///
+/// Routes: `GET /thumbnail`, `GET /samples/{name}`, `GET /metrics`, `GET /` (gallery).
+public func buildApplication(
+    _ configuration: ThumbnailServerConfiguration, counters: ServerCounters = ServerCounters()
+) async throws -> some ApplicationProtocol {
+    for coder: any ImageCoder in [PNGCoder.shared, JPEGCoder.shared, WebPCoder.shared, GIFCoder.shared] {
+        CodersManager.shared.addCoder(coder)
+    }
+    var loaderConfiguration = HTTPLoaderConfiguration()
+    loaderConfiguration.maximumResponseSize = configuration.maxSourceBytes
+    let loader = HTTPLoader(configuration: loaderConfiguration)
+    let disk = DiskCache(
+        configuration: configuration.cacheDirectory.map { DiskCacheConfiguration(directory: $0) }
+            ?? DiskCacheConfiguration(namespace: "thumbnail-server"))
+    let manager = ImageManager(
+        cache: CachesManager([MemoryCache(), disk]), loader: LoadersManager(loaders: [loader]))
+    let renderer = ThumbnailRenderer(
+        manager: manager, maxSourcePixels: configuration.maxSourcePixels, quality: configuration.quality)
+    let allowlist = OriginAllowlist(configuration.allowedOrigins)
+    let samples = try await WorkPool.cpu.run { try SampleImages.make() }
+
+    let router = Router()
+    router.get("/thumbnail") { request, _ -> Response in
+        counters.increment(.requests)
+        do {
+            // The first value of each parameter, percent-decoded.
+            let query = request.uri.queryParameters.reduce(into: [String: String]()) { query, parameter in
+                if query[String(parameter.key)] == nil { query[String(parameter.key)] = String(parameter.value) }
+            }
+            let thumbnailRequest = try ThumbnailRequest(query: query, maxSide: configuration.maxThumbnailSide)
+            guard allowlist.allows(thumbnailRequest.source) else {
+                counters.increment(.forbidden)
+                throw HTTPError(.forbidden, message: "source origin is not on the allowlist")
+            }
+            let webp = ContentNegotiation.acceptsWebP(request.headers[.accept])
+            let thumbnail = try await renderer.render(thumbnailRequest, webp: webp)
+            counters.increment(thumbnail.cacheType == .none ? .cacheMisses : .cacheHits)
+
+            var headers: HTTPFields = [
+                .eTag: thumbnail.etag, .cacheControl: configuration.cacheControl, .vary: "Accept",
+            ]
+            if ContentNegotiation.matches(ifNoneMatch: request.headers[.ifNoneMatch], etag: thumbnail.etag) {
+                counters.increment(.notModified)
+                return Response(status: .notModified, headers: headers)
+            }
+            headers[.contentType] = thumbnail.format.mimeType
+            return Response(
+                status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: thumbnail.data)))
+        } catch {
+            counters.increment(.errors)
+            throw error
+        }
+    }
+    router.get("/samples/{name}") { _, context -> Response in
+        guard let name = context.parameters.get("name"), let sample = samples[name] else {
+            throw HTTPError(.notFound)
+        }
+        counters.increment(.samplesServed)
+        return Response(
+            status: .ok, headers: [.contentType: sample.contentType, .cacheControl: configuration.cacheControl],
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: sample.data)))
+    }
+    router.get("/metrics") { _, _ -> Response in
+        Response(
+            status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
+            body: ResponseBody(byteBuffer: ByteBuffer(string: counters.text)))
+    }
+    router.get("/") { request, _ -> Response in
+        let origin = "http://\(request.head.authority ?? "\(configuration.host):\(configuration.port)")"
+        return Response(
+            status: .ok, headers: [.contentType: "text/html; charset=utf-8"],
+            body: ResponseBody(
+                byteBuffer: ByteBuffer(string: GalleryPage.html(origin: origin, samples: Array(samples.keys)))))
+    }
+
+    return Application(
+        router: router,
+        configuration: .init(address: .hostname(configuration.host, port: configuration.port)),
+        services: [LoaderShutdownService(loader: loader)])
+}
+
+/// Shuts the HTTP loader's client down when the application stops.
+struct LoaderShutdownService: Service {
+    let loader: HTTPLoader
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        try await loader.shutdown()
+    }
+}

@@ -1,0 +1,36 @@
+import Foundation
+
+/// The HTML of `/`: every sample in each fit, as thumbnails this server makes.
+enum GalleryPage {
+    static func html(origin: String, samples: [String]) -> String {
+        let fits = ["contain", "cover", "fill"]
+        let rows = samples.sorted().map { name in
+            let source = "\(origin)/samples/\(name)"
+            let encoded = source.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? source
+            let cells = fits.map { fit in
+                """
+                <figure><img src="/thumbnail?url=\(encoded)&amp;w=200&amp;h=200&amp;fit=\(fit)" \
+                alt="\(name), \(fit)"><figcaption>\(fit)</figcaption></figure>
+                """
+            }
+            return "<section><h2><a href=\"/samples/\(name)\">\(name)</a></h2>\(cells.joined())</section>"
+        }
+        return """
+            <!doctype html>
+            <html lang="en"><head><meta charset="utf-8"><title>Thumbnail server</title>
+            <style>
+            body { font-family: system-ui, sans-serif; margin: 2rem; }
+            section { display: flex; gap: 1rem; align-items: end; flex-wrap: wrap; }
+            h2 { width: 100%; font-size: 1rem; margin: 1.5rem 0 0; }
+            figure { margin: 0; text-align: center; }
+            img { border: 1px solid #ccc; background: repeating-conic-gradient(#eee 0 25%, #fff 0 50%) 0 0 / 16px 16px; }
+            </style></head>
+            <body><h1>Thumbnail server</h1>
+            <p>200×200 thumbnails of the sample images, made by <code>GET /thumbnail</code>.
+            Counters: <a href="/metrics">/metrics</a>.</p>
+            \(rows.joined(separator: "\n"))
+            </body></html>
+
+            """
+    }
+}

@@ -1,0 +1,62 @@
+import Foundation
+import WebImage
+
+/// Images the server makes at start-up and serves under `/samples/`, so the gallery and the tests have a
+/// local origin (and a fresh machine needs no internet).
+enum SampleImages {
+    /// name → (bytes, content type)
+    static func make() throws -> [String: (data: Data, contentType: String)] {
+        let options = ImageEncodeOptions(quality: 0.9)
+        return [
+            "photo.jpg": (
+                try JPEGCoder.shared.encode(landscape(width: 960, height: 640), as: .jpeg, options: options),
+                "image/jpeg"
+            ),
+            "badge.png": (try PNGCoder.shared.encode(badge(size: 320), as: .png, options: options), "image/png"),
+            "banner.webp": (
+                try WebPCoder.shared.encode(landscape(width: 1200, height: 300), as: .webp, options: options),
+                "image/webp"
+            ),
+        ]
+    }
+
+    /// Sky, sun and hills, RGB.
+    static func landscape(width: Int, height: Int) -> Image {
+        var bytes = [UInt8](repeating: 0, count: width * height * 3)
+        for y in 0..<height {
+            for x in 0..<width {
+                let i = (y * width + x) * 3
+                let hill = Double(height) * (0.65 + 0.1 * sin(Double(x) / Double(width) * 6.3))
+                let dx = Double(x - width * 3 / 4)
+                let dy = Double(y - height / 4)
+                let pixel: (Int, Int, Int)
+                if dx * dx + dy * dy < Double(height * height) / 64 {
+                    pixel = (255, 214, 90)  // sun
+                } else if Double(y) > hill {
+                    pixel = (40 + y * 60 / height, 120 + x * 40 / width, 50)  // grass
+                } else {
+                    pixel = (90 + y * 80 / height, 150 + y * 60 / height, 235)  // sky
+                }
+                (bytes[i], bytes[i + 1], bytes[i + 2]) = (UInt8(pixel.0), UInt8(pixel.1), UInt8(pixel.2))
+            }
+        }
+        return Image(pixels: PixelBuffer(width: width, height: height, layout: .rgb8, bytes: bytes))
+    }
+
+    /// A ring on a transparent background, RGBA with straight alpha.
+    static func badge(size: Int) -> Image {
+        var bytes = [UInt8](repeating: 0, count: size * size * 4)
+        let center = Double(size) / 2
+        for y in 0..<size {
+            for x in 0..<size {
+                let distance =
+                    ((Double(x) - center) * (Double(x) - center) + (Double(y) - center) * (Double(y) - center))
+                    .squareRoot()
+                guard distance < center * 0.95, distance > center * 0.55 else { continue }
+                let i = (y * size + x) * 4
+                (bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]) = (220, UInt8(x * 200 / size), 60, 255)
+            }
+        }
+        return Image(pixels: PixelBuffer(width: size, height: size, layout: .rgba8, bytes: bytes))
+    }
+}

@@ -1,0 +1,64 @@
+import Foundation
+import Hummingbird
+import WebImage
+
+/// Makes thumbnails through the SDK and encodes them in the negotiated format.
+///
+/// The ImageManager does the heavy lifting: a memory + disk cache (the original download on disk, the resized
+/// image in memory and on disk), one download and one resize for concurrent requests of the same thumbnail,
+/// the byte budget (the loader's maximum response size) and the pixel budget (checked from the header).
+struct ThumbnailRenderer: Sendable {
+    struct Thumbnail: Sendable {
+        let data: Data
+        let format: ImageFormat
+        let etag: String
+        let cacheType: ImageCacheType
+    }
+
+    let manager: ImageManager
+    let maxSourcePixels: Int
+    let quality: Double
+
+    func render(_ request: ThumbnailRequest, webp: Bool) async throws -> Thumbnail {
+        var context = ImageContext()
+        context.imageTransformer = ResizeTransformer(size: request.size, mode: request.fit.resizeMode)
+        context.imageDecodeOptions = ImageDecodeOptions(maxPixelCount: maxSourcePixels)
+        let result: ImageResult
+        do {
+            result = try await manager.loadImage(with: request.source, context: context)
+        } catch {
+            throw Self.httpError(for: error)
+        }
+        let image = result.image
+        // WebP when the client takes it; else PNG for images with alpha and JPEG for the rest.
+        let format: ImageFormat = webp ? .webp : (image.pixels.layout.hasAlpha ? .png : .jpeg)
+        let options = ImageEncodeOptions(quality: quality, firstFrameOnly: true)
+        let data = try await manager.workPool.run {
+            try CodersManager.shared.encode(image, as: format, options: options)
+        }
+        return Thumbnail(data: data, format: format, etag: Self.etag(for: data), cacheType: result.cacheType)
+    }
+
+    /// A strong ETag from the bytes (FNV-1a, 64 bits): equal thumbnails, equal tags, across restarts.
+    static func etag(for data: Data) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in data {
+            hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
+        }
+        return "\"\(String(hash, radix: 16))-\(data.count)\""
+    }
+
+    /// Maps the SDK's error codes to the status a client can act on.
+    static func httpError(for error: ImageError) -> HTTPError {
+        let status: HTTPResponse.Status =
+            switch error.code {
+            case .imageTooLarge, .downloadTooLarge: .contentTooLarge
+            case .badImageData, .noCoder, .invalidDownloadContentType: .unsupportedMediaType
+            case .invalidDownloadStatusCode where error.statusCode == 404 || error.statusCode == 410: .notFound
+            case .timedOut: .gatewayTimeout
+            case .invalidURL: .badRequest
+            default: .badGateway
+            }
+        return HTTPError(status, message: "source image: \(error.code) (\(error.message ?? error.stage.rawValue))")
+    }
+}
