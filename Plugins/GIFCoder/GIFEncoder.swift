@@ -70,7 +70,7 @@ enum GIFEncoder {
         }
         for index in 0..<count {
             let frame = try image.frame(at: index)
-            let rgba = GIFPixels.straightRGBA(frame.pixels.areaResampled(width: target.width, height: target.height))
+            let rgba = frame.pixels.areaResampled(width: target.width, height: target.height).straightRGBABytes()
             try writeFrame(
                 GIFQuantizer.quantize(rgba), size: target, duration: animated ? frame.duration : nil, handle)
         }

@@ -64,51 +64,20 @@ final class WebPPictureHandle {
 enum WebPPixels {
     /// Tightly packed straight-alpha RGBA of `buffer`, and whether any pixel is not opaque.
     static func straightRGBA(_ buffer: PixelBuffer) -> (rgba: [UInt8], hasAlpha: Bool) {
-        let width = buffer.width
-        var out = [UInt8](repeating: 255, count: width * buffer.height * 4)
+        let rgba = buffer.straightRGBABytes()
+        guard buffer.layout.hasAlpha else { return (rgba, false) }
         var hasAlpha = false
-        let bpp = buffer.layout.bytesPerPixel
-        buffer.bytes.withUnsafeBufferPointer { src in
-            out.withUnsafeMutableBufferPointer { dst in
-                for y in 0..<buffer.height {
-                    var s = y * buffer.bytesPerRow
-                    var d = y * width * 4
-                    for _ in 0..<width {
-                        switch buffer.layout {
-                        case .rgba8:
-                            dst[d] = src[s]
-                            dst[d + 1] = src[s + 1]
-                            dst[d + 2] = src[s + 2]
-                            dst[d + 3] = src[s + 3]
-                        case .rgb8:
-                            dst[d] = src[s]
-                            dst[d + 1] = src[s + 1]
-                            dst[d + 2] = src[s + 2]
-                        case .gray8:
-                            dst[d] = src[s]
-                            dst[d + 1] = src[s]
-                            dst[d + 2] = src[s]
-                        case .grayAlpha8:
-                            dst[d] = src[s]
-                            dst[d + 1] = src[s]
-                            dst[d + 2] = src[s]
-                            dst[d + 3] = src[s + 1]
-                        }
-                        let alpha = Int(dst[d + 3])
-                        if alpha != 255 { hasAlpha = true }
-                        if buffer.alphaMode == .premultiplied {
-                            for c in 0..<3 {
-                                dst[d + c] =
-                                    alpha == 0 ? 0 : UInt8(min(255, (Int(dst[d + c]) * 255 + alpha / 2) / alpha))
-                            }
-                        }
-                        s += bpp
-                        d += 4
-                    }
+        rgba.withUnsafeBufferPointer { bytes in
+            var index = 3
+            while index < bytes.count {
+                if bytes[index] != 255 {
+                    hasAlpha = true
+                    break
                 }
+                index += 4
             }
         }
-        return (out, hasAlpha)
+        return (rgba, hasAlpha)
     }
 
     /// Straight RGBA scaled to `target` with libwebp's rescaler.

@@ -1,0 +1,51 @@
+extension PixelBuffer {
+    /// Tightly packed straight-alpha RGBA of the buffer, whatever its layout, alpha mode and row padding.
+    ///
+    /// What encoders that take RGBA want (giflib after quantization, libwebp).
+    public func straightRGBABytes() -> [UInt8] {
+        let buffer = self
+        let width = buffer.width
+        var out = [UInt8](repeating: 255, count: width * buffer.height * 4)
+        let bpp = buffer.layout.bytesPerPixel
+        buffer.bytes.withUnsafeBufferPointer { src in
+            out.withUnsafeMutableBufferPointer { dst in
+                for y in 0..<buffer.height {
+                    var s = y * buffer.bytesPerRow
+                    var d = y * width * 4
+                    for _ in 0..<width {
+                        switch buffer.layout {
+                        case .rgba8:
+                            dst[d] = src[s]
+                            dst[d + 1] = src[s + 1]
+                            dst[d + 2] = src[s + 2]
+                            dst[d + 3] = src[s + 3]
+                        case .rgb8:
+                            dst[d] = src[s]
+                            dst[d + 1] = src[s + 1]
+                            dst[d + 2] = src[s + 2]
+                        case .gray8:
+                            dst[d] = src[s]
+                            dst[d + 1] = src[s]
+                            dst[d + 2] = src[s]
+                        case .grayAlpha8:
+                            dst[d] = src[s]
+                            dst[d + 1] = src[s]
+                            dst[d + 2] = src[s]
+                            dst[d + 3] = src[s + 1]
+                        }
+                        if buffer.alphaMode == .premultiplied {
+                            let alpha = Int(dst[d + 3])
+                            for c in 0..<3 {
+                                dst[d + c] =
+                                    alpha == 0 ? 0 : UInt8(min(255, (Int(dst[d + c]) * 255 + alpha / 2) / alpha))
+                            }
+                        }
+                        s += bpp
+                        d += 4
+                    }
+                }
+            }
+        }
+        return out
+    }
+}
