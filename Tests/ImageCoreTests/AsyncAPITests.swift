@@ -54,4 +54,20 @@ import Testing
         #expect(events.contains("progress"))
         #expect(events.last == "final6")
     }
+
+    @Test func progressiveLoadsDeliverPreviewsDecodedByTheCoreThenTheFinalImage() async throws {
+        // The full decode is slow, so the previews (decoded incrementally without it) surely come first.
+        let rig = Rig(decodeDelay: 0.2)
+        let url = testURL()
+        let data = TestCoder.data(width: 6, height: 4, colors: [.black, .white, .white, .white])
+        rig.loader.set(.progressive(data, chunks: 4), for: url)
+        let recorder = DeliveryRecorder()
+        rig.manager.loadImage(with: url, options: .progressiveLoad, context: rig.context(), completed: recorder.handler)
+        let final = try #require(await recorder.waitForFinal()).get()
+        #expect(final.image.frameCount == 4 && !final.image.metadata.isPartial)
+        let previews = recorder.all.compactMap { try? $0.get() }.filter { !$0.isFinal }
+        #expect(!previews.isEmpty, "the core decoded the partial bytes the loader handed over")
+        #expect(previews.allSatisfy { $0.image.metadata.isPartial && $0.image.width == 6 })
+        #expect(rig.coder.decodeCount == 1, "one full decode; previews go through the incremental decoder")
+    }
 }

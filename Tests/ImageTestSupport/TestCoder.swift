@@ -10,7 +10,7 @@ extension ImageFormat {
 /// one RGBA colour per frame (every pixel of a frame has that colour).
 ///
 /// Counts decodes, can sleep to simulate a slow decode, and can be told to fail. Thread-safe.
-public final class TestCoder: ImageCoder, Sendable {
+public final class TestCoder: ProgressiveImageCoder, Sendable {
     private struct State: Sendable {
         var decodeCount = 0
         var encodeCount = 0
@@ -143,5 +143,46 @@ public final class TestTransformer: Transformer, Sendable {
                 duration: frame.duration)
         }
         return image.with(frames: frames)
+    }
+}
+
+extension TestCoder {
+    /// Incremental decoding of the test format: once the header and the first frame's colour arrived, a partial
+    /// image of the declared size; once final, the full decode.
+    public func canIncrementallyDecode(_ data: Data) -> Bool { data.count < 4 || canDecode(data) }
+
+    /// A decoder over a growing prefix.
+    public func makeIncrementalDecoder(options: ImageDecodeOptions) -> any IncrementalImageDecoder {
+        TestIncrementalDecoder(coder: self, options: options)
+    }
+}
+
+/// The incremental decoder of ``TestCoder``.
+final class TestIncrementalDecoder: IncrementalImageDecoder {
+    private let coder: TestCoder
+    private let options: ImageDecodeOptions
+    private var data = Data()
+    private var isFinal = false
+
+    init(coder: TestCoder, options: ImageDecodeOptions) {
+        self.coder = coder
+        self.options = options
+    }
+
+    func update(_ data: Data, isFinal: Bool) {
+        self.data = data
+        self.isFinal = isFinal
+    }
+
+    func currentImage() throws -> Image? {
+        if isFinal { return try coder.decode(data, options: options) }
+        guard data.count >= 13, let properties = coder.probe(data) else { return nil }
+        let bytes = [UInt8](data)
+        let pixels = [UInt8](repeating: 0, count: properties.width * properties.height * 4).enumerated().map {
+            bytes[9 + $0.offset % 4]
+        }
+        return Image(
+            pixels: PixelBuffer(width: properties.width, height: properties.height, layout: .rgba8, bytes: pixels),
+            format: .testImage, metadata: ImageMetadata(isPartial: true))
     }
 }

@@ -121,7 +121,10 @@ final class FetchJob: Sendable {
         }
         if let partial = progress.partialData {
             let progressive = subscribers.filter { $0.info.plan.options.contains(.progressiveLoad) }
-            if let first = progressive.first { decodePreview(partial, options: first.decodeKey.options) }
+            if let first = progressive.first {
+                let coder = (first.info.plan.coder as? any ProgressiveImageCoder) ?? CodersManager.shared
+                decodePreview(partial, options: first.decodeKey.options, coder: coder)
+            }
         }
     }
 
@@ -277,7 +280,7 @@ extension FetchJob {
     }
 
     /// Feeds the bytes so far to one incremental decoder, one decode at a time; newer bytes replace queued ones.
-    fileprivate func decodePreview(_ data: Data, options: ImageDecodeOptions) {
+    fileprivate func decodePreview(_ data: Data, options: ImageDecodeOptions, coder: any ProgressiveImageCoder) {
         let start = state.withLock { state -> Bool in
             var progressive = state.progressive ?? ProgressiveState()
             progressive.latest = data
@@ -286,10 +289,10 @@ extension FetchJob {
             progressive.busy = true
             return true
         }
-        if start { manager.workPool.submit { self.drainPreviews(options: options) } }
+        if start { manager.workPool.submit { self.drainPreviews(options: options, coder: coder) } }
     }
 
-    private func drainPreviews(options: ImageDecodeOptions) {
+    private func drainPreviews(options: ImageDecodeOptions, coder: any ProgressiveImageCoder) {
         while true {
             // The decoder is only touched by the one drain loop that holds `busy`, so it runs outside the lock.
             let next = state.withLock { state -> (Data, DecoderBox?)? in
@@ -302,7 +305,7 @@ extension FetchJob {
                 return (data, progressive.decoder)
             }
             guard let (data, existing) = next else { return }
-            let box = existing ?? DecoderBox(CodersManager.shared.makeIncrementalDecoder(options: options))
+            let box = existing ?? DecoderBox(coder.makeIncrementalDecoder(options: options))
             if existing == nil { state.withLock { $0.progressive?.decoder = box } }
             box.decoder.update(data, isFinal: false)
             guard let preview = try? box.decoder.currentImage() else { continue }
