@@ -1,7 +1,7 @@
 import Foundation
 
 /// Everything one load resolved from its URL, options and effective context.
-struct LoadPlan: Sendable {
+final class LoadPlan: Sendable {
     let url: URL
     let options: ImageOptions
     let context: ImageContext
