@@ -157,6 +157,8 @@ public final class PrefetchToken: ImageOperation {
             guard !state.cancelled else { return nil }
             state.finished += 1
             if !success { state.skipped += 1 }
+            // Forget loads that ended, so a long batch holds only its running handles.
+            state.operations = state.operations.filter { !$0.value.isFinished }
             return (state.finished, state.skipped, state.finished == total)
         }
         guard let (finished, skipped, done) = report else { return }
