@@ -23,6 +23,13 @@ public protocol ImageLoader: Sendable {
     ) -> any ImageOperation
     /// Whether `error` means the URL itself is bad, so the manager should put it on the failed-URL list.
     func shouldBlockFailedURL(_ url: URL, error: ImageError) -> Bool
+    /// Whether the request this loader would send for `url` carries the caller's credentials (an
+    /// `Authorization` header, cookies, client credentials from its configuration).
+    ///
+    /// The manager never shares such a load's download or cache entries with other callers unless the context
+    /// names a ``ImageContextOption/cachePartitionKey``. A request modifier in the context makes a load private
+    /// whatever this returns. Called on the thread that starts the load; must be fast. Default: false.
+    func requestCarriesCredentials(for url: URL, options: ImageOptions, context: ImageContext) -> Bool
 }
 
 extension ImageLoader {
@@ -31,14 +38,20 @@ extension ImageLoader {
     public func shouldBlockFailedURL(_ url: URL, error: ImageError) -> Bool {
         ImageLoaderPolicy.isPermanentFailure(error)
     }
+
+    /// Default: the loader adds no credentials of its own.
+    public func requestCarriesCredentials(for url: URL, options: ImageOptions, context: ImageContext) -> Bool {
+        false
+    }
 }
 
 /// The failed-URL policy shared by loaders and the manager.
 public enum ImageLoaderPolicy {
-    /// True for errors that say the URL is bad: `invalidURL`, `badImageData`, `noCoder`, HTTP 404 / 410.
+    /// True for errors that say the URL is bad: `invalidURL`, `badImageData`, `noCoder`, `imageTooLarge`
+    /// (a decompression bomb stays one), HTTP 404 / 410.
     public static func isPermanentFailure(_ error: ImageError) -> Bool {
         switch error.code {
-        case .invalidURL, .badImageData, .noCoder: return true
+        case .invalidURL, .badImageData, .noCoder, .imageTooLarge: return true
         case .invalidDownloadStatusCode: return error.statusCode == 404 || error.statusCode == 410
         default: return false
         }
@@ -80,6 +93,9 @@ public struct ResponseMetadata: Hashable, Sendable {
     public var expectedContentLength: Int?
     /// Response headers, names lowercased.
     public var headers: [String: String]
+
+    /// The response's `Cache-Control` directives (from ``headers``).
+    public var cacheControl: CacheControl { CacheControl(headerValue: headers["cache-control"]) }
 
     /// Creates metadata.
     public init(

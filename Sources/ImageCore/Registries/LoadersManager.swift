@@ -56,6 +56,11 @@ public final class LoadersManager: ImageLoader, Sendable {
     }
 
     /// Asks the loader that handles `url`.
+    public func requestCarriesCredentials(for url: URL, options: ImageOptions, context: ImageContext) -> Bool {
+        loader(for: url)?.requestCarriesCredentials(for: url, options: options, context: context) ?? false
+    }
+
+    /// Asks the loader that handles `url`.
     public func shouldBlockFailedURL(_ url: URL, error: ImageError) -> Bool {
         loader(for: url)?.shouldBlockFailedURL(url, error: error) ?? ImageLoaderPolicy.isPermanentFailure(error)
     }
