@@ -98,7 +98,8 @@ import Testing
         let body = pngLikeBytes(count: 400, seed: 3)
         try await withServer(script: { _ in .respond(headers: [("Content-Type", "image/png")], body: body) }) {
             server, loader in
-            let manager = LoadersManager(loaders: [FileLoader(), DataURLLoader(), loader])
+            let manager = LoadersManager(
+                loaders: [FileLoader(rootDirectory: FileManager.default.temporaryDirectory), DataURLLoader(), loader])
             let http = try #require(try await load(manager, server.url("/via-http.png"))?.get())
             #expect(http.data == Data(body))
             #expect(http.response.statusCode == 200)

@@ -17,7 +17,7 @@ import Testing
         }) { server, loader in
             let previous = (ImageManager.defaultImageCache, ImageManager.defaultImageLoader)
             defer { (ImageManager.defaultImageCache, ImageManager.defaultImageLoader) = previous }
-            ImageManager.defaultImageLoader = LoadersManager(loaders: [FileLoader(), DataURLLoader(), loader])
+            ImageManager.defaultImageLoader = LoadersManager(loaders: [DataURLLoader(), loader])
             let cache = RecordingCache()
             ImageManager.defaultImageCache = cache
             let manager = ImageManager()

@@ -77,8 +77,11 @@ import Testing
         }
         for operation in operations { operation.cancel() }
         #expect(rig.loader.cancelledCount == 1)
+        let answered = Locked(false)
+        rig.loader.hook.set { stage in if stage == .downloadDone { answered.withLock { $0 = true } } }
         rig.loader.releaseAll()
-        try await Task.sleep(nanoseconds: 20_000_000)
+        // The released request ran its course (it found itself cancelled); nothing may follow the `cancelled`s.
+        #expect(await waitUntil { answered.value && !rig.manager.isRunning })
         for recorder in recorders {
             #expect(recorder.all.count == 1)
             #expect(recorder.final?.error?.code == .cancelled)
@@ -115,10 +118,13 @@ import Testing
         let recorder = DeliveryRecorder()
         var context = ImageContext()
         context.imageCoder = coder
+        let readStarted = Locked(false)
+        cache.hook.set { stage in if stage == .diskRead { readStarted.withLock { $0 = true } } }
         let operation = manager.loadImage(with: url, context: context, completed: recorder.handler)
         operation.cancel()
         #expect(recorder.final?.error?.code == .cancelled)
-        try await Task.sleep(nanoseconds: 200_000_000)
+        // The delayed disk read ran and found the query cancelled.
+        #expect(await waitUntil { readStarted.value })
         #expect(recorder.all.count == 1)
         #expect(cache.diskReads == 0, "the pending disk read was cancelled")
         #expect(loader.requestCount == 0)

@@ -1,7 +1,8 @@
 import Foundation
-import ImageCore
 import ImageTestSupport
 import Testing
+
+@testable import ImageCore
 
 private final class BlockingDelegate: ImageManagerDelegate {
     let decision: Bool?
@@ -102,12 +103,16 @@ private final class BlockingDelegate: ImageManagerDelegate {
 
     @Test func managerTTLUnblocks() async throws {
         let rig = Rig()
+        let clock = Locked(Date(timeIntervalSince1970: 1_000_000))
+        rig.manager.failedURLClock.withLock { $0 = { clock.value } }
         rig.manager.failedURLTTL = 3
         let url = testURL()
         rig.loader.set(.failure(.invalidDownloadStatusCode(404)), for: url)
         _ = await rig.load(url)
         #expect(rig.manager.isFailedURL(url))
-        try await Task.sleep(nanoseconds: 3_200_000_000)
+        clock.withLock { $0 += 2.9 }
+        #expect(rig.manager.isFailedURL(url))
+        clock.withLock { $0 += 0.2 }
         #expect(!rig.manager.isFailedURL(url))
         #expect(await rig.load(url).error?.code == .invalidDownloadStatusCode)
         #expect(rig.loader.requestCount == 2)

@@ -16,8 +16,8 @@ import Testing
             switch action {
             case .startSource: "startSource"
             case .cancelSource: "cancelSource"
-            case .startDecode(let key, let source): "decode(\(key),\(source))"
-            case .startProduct(let key, let decoded, _): "product(\(key),\(decoded))"
+            case .startDecode(let key, let source, _): "decode(\(key),\(source))"
+            case .startProduct(let key, let decoded, _, _): "product(\(key),\(decoded))"
             case .deliver(let subs, let product): "deliver(\(subs.map(\.id).sorted()),\(product))"
             case .fail(let subs, let error): "fail(\(subs.map(\.id).sorted()),\(error.code))"
             }

@@ -1,7 +1,8 @@
 import Foundation
-import ImageCore
 import ImageTestSupport
 import Testing
+
+@testable import ImageCore
 
 @Suite struct ImagePrefetcherTests {
     /// Counts loader requests in flight.
@@ -74,7 +75,8 @@ import Testing
         second.cancel()
         #expect(await waitUntil { firstDone.value != nil && third.finishedCount == 3 })
         #expect(firstDone.value?.0 == 4)
-        try await Task.sleep(nanoseconds: 50_000_000)
+        #expect(await waitUntil { !manager.isRunning })
+        prefetcher.startQueue.sync {}
         #expect(secondDone.value == nil, "a cancelled batch does not complete")
         #expect(second.finishedCount < 6)
     }

@@ -19,11 +19,11 @@ import Testing
         let file = dir.appendingPathComponent("a.timg")
         let data = TestCoder.data(width: 3, height: 3)
         try data.write(to: file)
-        let loaded = try await load(FileLoader(), file).get()
+        let loaded = try await load(FileLoader(rootDirectory: dir), file).get()
         #expect(loaded.data == data)
-        let missing = await load(FileLoader(), dir.appendingPathComponent("missing.png"))
+        let missing = await load(FileLoader(rootDirectory: dir), dir.appendingPathComponent("missing.png"))
         #expect(missing.error?.code == .downloadFailed)
-        let tooBig = await load(FileLoader(maxFileSize: 4), file)
+        let tooBig = await load(FileLoader(rootDirectory: dir, maxFileSize: 4), file)
         #expect(tooBig.error?.code == .downloadTooLarge)
     }
 
@@ -43,7 +43,8 @@ import Testing
         let scripted = ScriptedLoader()
         let url = URL(string: "test://x/a.png")!
         scripted.set(.data(Data([1]), ResponseMetadata()), for: url)
-        let manager = LoadersManager(loaders: [FileLoader(), DataURLLoader(), scripted])
+        let manager = LoadersManager(
+            loaders: [FileLoader(rootDirectory: URL(fileURLWithPath: "/tmp")), DataURLLoader(), scripted])
         #expect(manager.canRequestImage(for: url))
         #expect(manager.canRequestImage(for: URL(string: "data:,x")!))
         #expect(manager.canRequestImage(for: URL(fileURLWithPath: "/tmp/x.png")))
@@ -55,5 +56,49 @@ import Testing
         #expect(scripted.requestCount == 1)
         let none = await load(manager, URL(string: "gopher://x/y")!)
         #expect(none.error?.code == .noLoader)
+    }
+}
+
+/// Local files are opt-in and confined to a root directory.
+@Suite struct FileLoaderConfinementTests {
+    private func load(_ loader: FileLoader, _ url: URL) async -> Result<LoadedImageData, ImageError> {
+        await withCheckedContinuation { continuation in
+            _ = loader.requestImage(with: url, options: [], context: ImageContext(), progress: nil) {
+                continuation.resume(returning: $0)
+            }
+        }
+    }
+
+    @Test func theSharedRegistryHasNoFileLoader() {
+        #expect(!LoadersManager.shared.canRequestImage(for: URL(fileURLWithPath: "/etc/hostname")))
+        #expect(!LoadersManager().canRequestImage(for: URL(fileURLWithPath: "/etc/hostname")))
+    }
+
+    @Test func pathsOutsideTheRootAndSymlinksOutOfItFailLikeMissingFiles() async throws {
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent("confine-\(UUID())")
+        let root = base.appendingPathComponent("root")
+        let outside = base.appendingPathComponent("root2")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: outside, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: base) }
+        let secret = outside.appendingPathComponent("secret.timg")
+        try TestCoder.data(width: 2, height: 2).write(to: secret)
+        let inside = root.appendingPathComponent("ok.timg")
+        try TestCoder.data(width: 2, height: 2).write(to: inside)
+        let link = root.appendingPathComponent("link.timg")
+        try FileManager.default.createSymbolicLink(at: link, withDestinationURL: secret)
+        let loader = FileLoader(rootDirectory: root)
+        #expect(try await load(loader, inside).get().data.count == 13)
+        let results = [
+            await load(loader, secret), await load(loader, link),
+            await load(loader, URL(fileURLWithPath: root.path + "/../root2/secret.timg")),
+            await load(loader, root.appendingPathComponent("missing.timg")),
+            await load(loader, URL(fileURLWithPath: "/etc/hostname")),
+        ]
+        for result in results {
+            #expect(result.error?.code == .downloadFailed)
+            #expect(result.error?.message?.hasPrefix("file not available") == true)
+        }
+        #expect(await load(loader, root).error?.code == .downloadFailed, "a directory is not a file")
     }
 }

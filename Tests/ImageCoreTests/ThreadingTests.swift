@@ -4,19 +4,21 @@ import ImageTestSupport
 import Testing
 
 @Suite struct ThreadingTests {
-    @Test func slowDecodesDoNotStarveOtherAsyncWork() async throws {
-        // A pool of its own, sized like the CPU pool, so other tests keep theirs free.
-        let pool = WorkPool(label: "starvation-test", maxConcurrent: ProcessInfo.processInfo.activeProcessorCount)
-        let rig = Rig(decodeDelay: 0.02, workPool: pool)
+    /// Decodes that block must not take the cooperative pool: with every decode held, unrelated async work still
+    /// runs to the end. Were decodes on the cooperative pool (as wide as the cores), this test would hang and fail
+    /// on its time limit.
+    @Test(.timeLimit(.minutes(1))) func blockedDecodesDoNotStarveOtherAsyncWork() async throws {
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        let pool = WorkPool(label: "starvation-test", maxConcurrent: cores)
+        let rig = Rig(workPool: pool)
+        rig.coder.holdDecodes()
         let urls = (0..<200).map { testURL("slow\($0)") }
         for url in urls { rig.serve(url) }
         let done = Locked(0)
         for url in urls {
             rig.manager.loadImage(with: url, context: rig.context()) { _ in done.withLock { $0 += 1 } }
         }
-        // 200 decodes x 20 ms on a pool of `activeProcessorCount` threads take seconds; meanwhile unrelated async
-        // work on the cooperative pool must keep running promptly.
-        let start = Date()
+        #expect(await waitUntil(timeout: 30) { rig.coder.runningDecodes == cores }, "the pool is full of held decodes")
         await withTaskGroup(of: Void.self) { group in
             for _ in 0..<50 {
                 group.addTask {
@@ -24,11 +26,10 @@ import Testing
                 }
             }
         }
-        let elapsed = Date().timeIntervalSince(start)
-        #expect(done.value < 200, "decodes still running while the async work finished")
-        #expect(elapsed < 1.0, "cooperative work took \(elapsed) s while decodes ran")
-        #expect(rig.coder.maxConcurrentDecodes <= ProcessInfo.processInfo.activeProcessorCount)
+        #expect(done.value == 0, "the async work finished while every decode was still held")
+        rig.coder.releaseDecodes()
         #expect(await waitUntil(timeout: 30) { done.value == 200 })
+        #expect(rig.coder.maxConcurrentDecodes <= cores)
     }
 
     @Test func workPoolBoundsConcurrencyAndRunsEveryJob() async throws {
@@ -36,6 +37,7 @@ import Testing
         let running = Locked(0)
         let peak = Locked(0)
         let finished = Locked(0)
+        let released = Locked(false)
         for _ in 0..<50 {
             pool.submit {
                 let now = running.withLock {
@@ -43,27 +45,30 @@ import Testing
                     return $0
                 }
                 peak.withLock { $0 = max($0, now) }
-                Thread.sleep(forTimeInterval: 0.002)
+                while !released.value { usleep(200) }
                 running.withLock { $0 -= 1 }
                 finished.withLock { $0 += 1 }
             }
         }
+        #expect(await waitUntil { running.value == 3 }, "three jobs run at once")
+        released.withLock { $0 = true }
         #expect(await waitUntil { finished.value == 50 })
-        #expect(peak.value <= 3)
-        #expect(peak.value >= 2)
+        #expect(peak.value == 3, "never more than three")
     }
 
-    @Test func decodesRunOffTheCallersThread() async throws {
-        // DataURLLoader completes synchronously inside loadImage, so an inline decode would block this call.
-        let coder = TestCoder(decodeDelay: 0.3)
+    /// A loader that completes inside `loadImage` (the `data:` loader) must not make the decode run inside it:
+    /// with decodes held, `loadImage` still returns (an inline decode would never return; the time limit fails it).
+    @Test(.timeLimit(.minutes(1))) func decodesRunOffTheCallersThread() async throws {
+        let coder = TestCoder()
+        coder.holdDecodes()
         let manager = ImageManager(cache: RecordingCache(), loader: DataURLLoader())
         let url = URL(string: "data:image/x-test;base64,\(TestCoder.data(width: 2, height: 2).base64EncodedString())")!
         var context = ImageContext()
         context.imageCoder = coder
         let recorder = DeliveryRecorder()
-        let start = Date()
         manager.loadImage(with: url, context: context, completed: recorder.handler)
-        #expect(Date().timeIntervalSince(start) < 0.2, "loadImage returned before the 0.3 s decode ran")
+        #expect(recorder.all.isEmpty)
+        coder.releaseDecodes()
         _ = try #require(await recorder.waitForFinal()).get()
         #expect(coder.decodeCount == 1)
     }

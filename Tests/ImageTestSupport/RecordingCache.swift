@@ -29,6 +29,8 @@ public final class RecordingCache: ImageCacheProtocol, Sendable {
 
     /// Seconds a disk-level query waits before reading (to cancel it deterministically).
     public let diskDelay: TimeInterval
+    /// Called at ``TestStage/cacheQuery``, ``TestStage/diskRead`` and ``TestStage/store``.
+    public let hook = StageHook()
 
     /// Creates an empty cache.
     public init(diskDelay: TimeInterval = 0) { self.diskDelay = diskDelay }
@@ -66,6 +68,7 @@ public final class RecordingCache: ImageCacheProtocol, Sendable {
         forKey key: String, options: ImageOptions, context: ImageContext, cacheType: ImageCacheType,
         completion: @escaping @Sendable (Result<CacheQueryResult?, ImageError>) -> Void
     ) -> (any ImageOperation)? {
+        hook.fire(.cacheQuery)
         let image = state.withLock { state -> Image? in
             state.calls.append(.query(key: key, cacheType: cacheType))
             return cacheType.contains(.memory) ? state.memory[key] : nil
@@ -80,6 +83,7 @@ public final class RecordingCache: ImageCacheProtocol, Sendable {
         }
         let operation = CancellableOperation()
         let read: @Sendable () -> Void = {
+            self.hook.fire(.diskRead)
             if operation.isCancelled { return completion(.failure(.cancelled(stage: .cacheQuery))) }
             let entry = self.state.withLock { state -> (Data, CacheEntryMetadata?)? in
                 state.calls.append(.diskRead(key: key))
@@ -105,6 +109,7 @@ public final class RecordingCache: ImageCacheProtocol, Sendable {
         _ image: Image?, data: Data?, metadata: CacheEntryMetadata?, forKey key: String, cacheType: ImageCacheType,
         completion: (@Sendable (Result<Void, ImageError>) -> Void)?
     ) {
+        hook.fire(.store)
         let fail = state.withLock { state -> Bool in
             state.calls.append(.store(key: key, hasImage: image != nil, hasData: data != nil, cacheType: cacheType))
             if state.failStores { return true }

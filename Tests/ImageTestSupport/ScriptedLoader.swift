@@ -46,6 +46,8 @@ public final class ScriptedLoader: ImageLoader, Sendable {
     public let acceptsAll: Bool
     /// Blocks with the default policy unless overridden.
     public let blockDecision: (@Sendable (URL, ImageError) -> Bool)?
+    /// Called at ``TestStage/download`` (request received) and ``TestStage/downloadAnswer``.
+    public let hook = StageHook()
 
     /// Creates a loader.
     public init(
@@ -96,6 +98,7 @@ public final class ScriptedLoader: ImageLoader, Sendable {
         with url: URL, options: ImageOptions, context: ImageContext, progress: (@Sendable (LoadProgress) -> Void)?,
         completion: @escaping @Sendable (Result<LoadedImageData, ImageError>) -> Void
     ) -> any ImageOperation {
+        hook.fire(.download)
         let operation = CancellableOperation()
         let request = Request(url: url, options: options, context: context, operation: operation)
         let answered = Locked(false)
@@ -110,6 +113,8 @@ public final class ScriptedLoader: ImageLoader, Sendable {
         let reply = state.withLock { $0.script[url.absoluteString] ?? $0.defaultReply }
         let answer: @Sendable () -> Void = {
             self.queue.asyncAfter(deadline: .now() + self.delay) {
+                self.hook.fire(.downloadAnswer)
+                defer { self.hook.fire(.downloadDone) }
                 guard !operation.isCancelled else { return }
                 switch reply {
                 case .data(let data, let response)?:

@@ -24,6 +24,11 @@ public final class TestCoder: ProgressiveImageCoder, Sendable {
     public let decodeDelay: TimeInterval
     /// When set, every decode throws this.
     public let failure: (any Error & Sendable)?
+    /// Called at ``TestStage/decode``.
+    public let hook = StageHook()
+    /// Holds decodes (after they counted as running) while closed; see ``holdDecodes()``.
+    private let gate = NSCondition()
+    private let gateClosed = Locked(false)
 
     /// Creates a coder.
     public init(decodeDelay: TimeInterval = 0, failure: (any Error & Sendable)? = nil) {
@@ -37,6 +42,19 @@ public final class TestCoder: ProgressiveImageCoder, Sendable {
     public var encodeCount: Int { state.withLock { $0.encodeCount } }
     /// Most decodes seen running at once.
     public var maxConcurrentDecodes: Int { state.withLock { $0.maxConcurrentDecodes } }
+    /// Decodes running now (held ones included).
+    public var runningDecodes: Int { state.withLock { $0.runningDecodes } }
+
+    /// Makes every decode wait, once running, until ``releaseDecodes()``.
+    public func holdDecodes() { gateClosed.withLock { $0 = true } }
+
+    /// Lets held and future decodes run.
+    public func releaseDecodes() {
+        gate.lock()
+        gateClosed.withLock { $0 = false }
+        gate.broadcast()
+        gate.unlock()
+    }
 
     /// Encodes a test image of `width` x `height` with one colour per frame.
     public static func data(width: Int, height: Int, colors: [RGBAColor] = [.white]) -> Data {
@@ -61,12 +79,16 @@ public final class TestCoder: ProgressiveImageCoder, Sendable {
 
     /// Decodes (after the configured delay), allocating pixels only after the header passed the budget.
     public func decode(_ data: Data, options: ImageDecodeOptions) throws -> Image {
+        hook.fire(.decode)
         state.withLock {
             $0.decodeCount += 1
             $0.runningDecodes += 1
             $0.maxConcurrentDecodes = max($0.maxConcurrentDecodes, $0.runningDecodes)
         }
         defer { state.withLock { $0.runningDecodes -= 1 } }
+        gate.lock()
+        while gateClosed.value { gate.wait() }
+        gate.unlock()
         if decodeDelay > 0 { Thread.sleep(forTimeInterval: decodeDelay) }
         if let failure { throw failure }
         guard let properties = probe(data), let frames = properties.frameCount, frames > 0,
@@ -117,6 +139,8 @@ public final class TestTransformer: Transformer, Sendable {
     public let size: PixelSize
     private let calls = Locked(0)
     private let fails: Bool
+    /// Called at ``TestStage/transform``.
+    public let hook = StageHook()
 
     /// Creates a transformer producing `width` x `height`.
     public init(width: Int, height: Int, fails: Bool = false) {
@@ -130,6 +154,7 @@ public final class TestTransformer: Transformer, Sendable {
 
     /// Returns an image of ``size`` filled with the source's first pixel, one frame per source frame.
     public func transform(_ image: Image, forKey key: String) throws -> Image {
+        hook.fire(.transform)
         calls.withLock { $0 += 1 }
         if fails { throw ImageError(.transformFailed, stage: .transform, message: "TestTransformer told to fail") }
         let frames = image.frames.map { frame -> ImageFrame in

@@ -62,7 +62,7 @@ import WebImage
         func freshCache() -> CachesManager {
             CachesManager([MemoryCache(), DiskCache(configuration: DiskCacheConfiguration(directory: cacheDirectory))])
         }
-        ImageManager.defaultImageLoader = LoadersManager(loaders: [FileLoader()])
+        ImageManager.defaultImageLoader = LoadersManager(loaders: [FileLoader(rootDirectory: directory)])
         ImageManager.defaultImageCache = freshCache()
         let first = ImageManager()
         let cold = try await first.loadImage(with: file, options: .waitStoreCache)

@@ -2,24 +2,37 @@ import Foundation
 
 /// Builds cache keys: one documented, deterministic format.
 ///
-/// `base` is the cache-key filter's result, else the URL's absolute string. A thumbnail adds
-/// `-thumbnail(WxH,fit|fill)`, a transformer adds `-<transformerKey>`, in that order; when anything was added and
-/// the URL path has a short alphanumeric extension (1–5 characters), `.<ext>` is appended again so the key still
-/// ends in the image's extension (the disk cache names files after it):
+/// `base` is the cache-key filter's result, else the URL's absolute string. Then, in this order and each only
+/// when it applies: `-partition(<key>)` (``ImageContextOption/cachePartitionKey``), `-thumbnail(WxH,fit|fill)`,
+/// `-orientation(raw)` (decode options that keep raw EXIF pixels), `-<transformerKey>`. When anything was added
+/// and the URL path has a short alphanumeric extension (1–5 characters), `.<ext>` is appended again so the key
+/// still ends in the image's extension (the disk cache names files after it). The original key is the base
+/// plus the partition part, so a partitioned load's original is partitioned too:
 ///
 ///     https://h/a.png                      (no thumbnail, no transformer)
 ///     https://h/a.png-thumbnail(256x256,fit)-resize(100x100,aspectFit,lanczos3).png
+///     https://h/a.png-partition(tenant-7).png                      (its original key)
 enum CacheKeys {
-    /// The thumbnail suffix, e.g. `thumbnail(256x256,fit)`.
+    /// The thumbnail part, e.g. `thumbnail(256x256,fit)`.
     static func thumbnailSuffix(_ size: PixelSize, preserveAspectRatio: Bool) -> String {
         "thumbnail(\(size.width)x\(size.height),\(preserveAspectRatio ? "fit" : "fill"))"
     }
 
-    /// The key for `base` with the given suffixes.
-    static func key(base: String, url: URL, thumbnail: String?, transformerKey: String?) -> String {
-        let suffixes = [thumbnail, transformerKey].compactMap { $0 }.filter { !$0.isEmpty }
-        guard !suffixes.isEmpty else { return base }
-        var key = base + "-" + suffixes.joined(separator: "-")
+    /// The partition part, e.g. `partition(tenant-7)`.
+    static func partitionPart(_ partition: String) -> String { "partition(\(partition))" }
+
+    /// The part of decodes that keep raw (un-oriented) pixels.
+    static let rawOrientationPart = "orientation(raw)"
+
+    /// The key for `base` with the given parts (nil and empty parts are skipped).
+    static func key(base: String, url: URL, parts: [String?]) -> String {
+        var key = base
+        var added = false
+        for case let part? in parts where !part.isEmpty {
+            key += "-" + part
+            added = true
+        }
+        guard added else { return base }
         if let ext = shortExtension(of: url) { key += "." + ext }
         return key
     }

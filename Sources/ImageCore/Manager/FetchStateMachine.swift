@@ -8,6 +8,9 @@
 /// each decode starts a product per product key in use; a ready product is delivered to its subscribers
 /// (those waiting for the store get it once stored). A subscriber that leaves gets `cancelled`; when the last one
 /// leaves, the source is cancelled if still running and the machine is finished. Events after that are ignored.
+///
+/// Every action carries what the shell needs to perform it, and the shell performs every action it gets: a
+/// stage that is `.running` here always has work in flight that will report back.
 struct FetchStateMachine<
     ID: Hashable & Sendable, DecodeKey: Hashable & Sendable, ProductKey: Hashable & Sendable, Info: Sendable,
     Source: Sendable, Decoded: Sendable, Product: Sendable
@@ -37,10 +40,11 @@ struct FetchStateMachine<
         case startSource
         /// Cancel the running source (last subscriber left).
         case cancelSource
-        /// Decode the source's value for this key.
-        case startDecode(DecodeKey, Source)
-        /// Transform and store for this key.
-        case startProduct(ProductKey, Decoded, Source)
+        /// Decode the source's value for this key, with the info of a subscriber that needs it (the shell must
+        /// not look a subscriber up again: it may have left, and the decode must still run for the others).
+        case startDecode(DecodeKey, Source, Info)
+        /// Transform and store for this key, with the info of a subscriber that needs it.
+        case startProduct(ProductKey, Decoded, Source, Info)
         /// Deliver a product.
         case deliver([Subscriber], Product)
         /// Fail subscribers.
@@ -146,7 +150,7 @@ struct FetchStateMachine<
         switch decodes[subscriber.decodeKey] {
         case nil:
             decodes[subscriber.decodeKey] = .running
-            return [.startDecode(subscriber.decodeKey, value)]
+            return [.startDecode(subscriber.decodeKey, value, subscriber.info)]
         case .running?:
             return []
         case .failed(let error)?:
@@ -155,7 +159,7 @@ struct FetchStateMachine<
             switch products[subscriber.productKey] {
             case nil:
                 products[subscriber.productKey] = .running
-                return [.startProduct(subscriber.productKey, decoded, value)]
+                return [.startProduct(subscriber.productKey, decoded, value, subscriber.info)]
             case .running?:
                 return []
             case .failed(let error)?:

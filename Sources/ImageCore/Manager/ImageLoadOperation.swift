@@ -2,16 +2,29 @@ import Foundation
 
 /// The handle of one load: cancels its cache query and its share of a download; delivers its callbacks.
 ///
-/// Guarantees: the completion receives exactly one final result; after ``cancel()`` that result is
-/// `cancelled` and no image is ever delivered. Thread-safe (state behind a lock; callbacks run outside it).
+/// Delivery contract: progress reports and non-final results (previews, the cached image of a revalidating
+/// load), then exactly one final result, then nothing. Deliveries never overlap and arrive in the order they
+/// were made: they go through one queue per operation, drained by one thread at a time on the callback queue.
+/// After ``cancel()`` the final result is `cancelled` and no image is delivered. Thread-safe (state behind a
+/// lock; callbacks run outside it).
 public final class ImageLoadOperation: ImageOperation {
+    private enum Delivery: Sendable {
+        case progress(received: Int, expected: Int?)
+        case result(Result<ImageResult, ImageError>)
+    }
+
     private struct State {
+        /// The final result was accepted (it may still be queued behind earlier deliveries).
         var finished = false
         var cancelled = false
         var query: (any ImageOperation)?
         var subscription: (job: FetchJob, id: UInt64)?
         /// The cached image delivered first by a revalidating load; the final result on "not modified".
         var cachedResult: ImageResult?
+        /// Deliveries waiting for the one that is running.
+        var pending: [Delivery] = []
+        /// A thread is running deliveries; others only enqueue.
+        var draining = false
     }
 
     /// The URL being loaded (nil for an invalid request).
@@ -36,10 +49,11 @@ public final class ImageLoadOperation: ImageOperation {
     /// True once cancelled.
     public var isCancelled: Bool { state.withLock { $0.cancelled } }
 
-    /// True once the final result was delivered (or is being delivered).
+    /// True once the final result was decided (it may still be on its way to the completion handler).
     public var isFinished: Bool { state.withLock { $0.finished } }
 
-    /// Cancels the load: the cache query, and this load's share of the download.
+    /// Cancels the load: the cache query, and this load's share of the download. The completion receives
+    /// `cancelled` unless the final result was already decided.
     public func cancel() {
         let (query, subscription, finishNow) = state.withLock {
             state -> ((any ImageOperation)?, (FetchJob, UInt64)?, Bool) in
@@ -58,7 +72,7 @@ public final class ImageLoadOperation: ImageOperation {
 
     // MARK: Internal wiring
 
-    /// Records the running cache query; returns false (and cancels it) when the load was cancelled meanwhile.
+    /// Records the running cache query; cancels it when the load was cancelled meanwhile.
     func attach(query: (any ImageOperation)?) {
         guard let query else { return }
         let cancelled = state.withLock { state -> Bool in
@@ -83,46 +97,87 @@ public final class ImageLoadOperation: ImageOperation {
 
     /// Delivers `result` as a non-final delivery (and remembers it for "not modified").
     func deliverCached(_ result: ImageResult) {
-        let nonFinal = result.nonFinal()
-        let proceed = state.withLock { state -> Bool in
-            guard !state.finished, !state.cancelled else { return false }
+        enqueue(.result(.success(result.nonFinal()))) { state in
             state.cachedResult = result
             return true
         }
-        if proceed { callbackQueue.execute { self.completion(.success(nonFinal)) } }
     }
 
     /// Delivers a progressive preview.
     func deliverPreview(_ result: ImageResult) {
-        guard state.withLock({ !$0.finished && !$0.cancelled }) else { return }
-        callbackQueue.execute { self.completion(.success(result.nonFinal())) }
+        enqueue(.result(.success(result.nonFinal()))) { _ in true }
     }
 
     /// Reports download progress.
     func reportProgress(received: Int, expected: Int?) {
-        guard let progressHandler, let url, state.withLock({ !$0.finished && !$0.cancelled }) else { return }
-        callbackQueue.execute { progressHandler(received, expected, url) }
+        guard progressHandler != nil, url != nil else { return }
+        enqueue(.progress(received: received, expected: expected)) { _ in true }
     }
 
     /// Delivers the final result, once. A cancelled load never delivers an image; a revalidation that found the
     /// cached copy current delivers the cached image with ``ImageResult/isNotModified``.
     func finish(_ result: Result<ImageResult, ImageError>) {
-        let final = state.withLock { state -> Result<ImageResult, ImageError>? in
+        let decided = state.withLock { state -> (Result<ImageResult, ImageError>, Bool)? in
             guard !state.finished else { return nil }
             state.finished = true
             state.query = nil
             state.subscription = nil
-            if state.cancelled { return .failure(.cancelled()) }
-            if case .failure(let error) = result, error.code == .cacheNotModified, let cached = state.cachedResult {
-                return .success(
+            var final = result
+            if state.cancelled {
+                final = .failure(.cancelled())
+            } else if case .failure(let error) = result, error.code == .cacheNotModified,
+                let cached = state.cachedResult
+            {
+                final = .success(
                     ImageResult(
                         image: cached.image, data: cached.data, cacheType: cached.cacheType, url: cached.url,
                         cacheKey: cached.cacheKey, isFinal: true, isNotModified: true))
             }
-            return result
+            return (final, Self.claim(&state, or: .result(final)))
         }
-        guard let final else { return }
+        guard let (final, start) = decided else { return }
         manager?.unregister(self)
-        callbackQueue.execute { self.completion(final) }
+        if start { callbackQueue.execute { self.drain(first: .result(final)) } }
+    }
+
+    // MARK: Delivery queue
+
+    /// Queues a non-final delivery unless the load is finished or cancelled; `accept` may update the state.
+    private func enqueue(_ delivery: Delivery, accept: (inout State) -> Bool) {
+        let start = state.withLock { state -> Bool? in
+            guard !state.finished, !state.cancelled, accept(&state) else { return nil }
+            return Self.claim(&state, or: delivery)
+        }
+        if start == true { callbackQueue.execute { self.drain(first: delivery) } }
+    }
+
+    /// True when the caller becomes the draining thread (and runs `delivery` itself); else queues it.
+    private static func claim(_ state: inout State, or delivery: Delivery) -> Bool {
+        if state.draining {
+            state.pending.append(delivery)
+            return false
+        }
+        state.draining = true
+        return true
+    }
+
+    /// Runs `first`, then whatever was queued meanwhile, until the queue is empty.
+    private func drain(first: Delivery) {
+        var next: Delivery? = first
+        while let delivery = next {
+            switch delivery {
+            case .progress(let received, let expected):
+                if let progressHandler, let url { progressHandler(received, expected, url) }
+            case .result(let result):
+                completion(result)
+            }
+            next = state.withLock { state -> Delivery? in
+                guard !state.pending.isEmpty else {
+                    state.draining = false
+                    return nil
+                }
+                return state.pending.removeFirst()
+            }
+        }
     }
 }

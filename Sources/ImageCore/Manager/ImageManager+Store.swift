@@ -14,62 +14,81 @@ extension ImageManager {
 
     /// Stores a fetch's result per the plan, then calls `completion` once every store finished.
     ///
-    /// Downloads: a derived key (thumbnail or transformer) stores the original bytes as downloaded under the
-    /// original key (``LoadPlan/originalStoreCacheType``, default disk) and the result under the derived key,
-    /// its disk bytes from the serializer; a plain key stores image and downloaded bytes together. A disk hit
-    /// of the key itself is promoted to memory. A result made from a cached original is stored under the derived
-    /// key only. Store failures are logged and never fail the load. Runs on the CPU pool (the serializer may
-    /// encode).
-    func store(
-        _ image: Image, transformed: Bool, source: FetchSource, plan: LoadPlan,
-        completion: @escaping @Sendable () -> Void
-    ) {
+    /// What goes where follows from the source and the product (the key table in ARCHITECTURE.md):
+    /// - a download stores the original bytes as downloaded under the original key (a derived load: its
+    ///   ``LoadPlan/originalStoreCacheType``, default disk; a plain load: its disk levels) and the canonical
+    ///   product under the load's key — in memory as an image, on disk as the serializer's bytes for a derived key;
+    /// - a key's own disk entry is promoted to memory;
+    /// - a product made from the cached original is stored under the derived key only;
+    /// - a variant (``FetchProduct/canonical`` nil) is never stored under the key;
+    /// - nothing is stored for a `Cache-Control: no-store` response, nor for `private` unless
+    ///   ``cachesPrivateResponses``.
+    ///
+    /// Store failures are logged and never fail the load. Runs on the CPU pool (the serializer may encode).
+    func store(_ product: FetchProduct, source: FetchSource, plan: LoadPlan, completion: @escaping @Sendable () -> Void)
+    {
         guard let key = plan.key else { return completion() }
+        if let response = source.response {
+            let control = response.cacheControl
+            if control.noStore || (control.isPrivate && !plan.cachesPrivateResponses) {
+                counters.withLock { $0.responsesNotStored += 1 }
+                return completion()
+            }
+        }
         var requests: [StoreRequest] = []
-        switch source.role {
+        let derivedMetadata = { (image: Image) -> CacheEntryMetadata in
+            var metadata = CacheEntryMetadata(originalKey: key, storedAt: Date())
+            metadata.contentType = image.format.mimeType
+            return metadata
+        }
+        switch source.origin {
         case .download:
             let metadata = source.response.map { CacheEntryMetadata(response: $0, key: plan.originalKey) }
             if plan.isDerived, let originalKey = plan.originalKey {
-                if plan.originalStoreCacheType != .none, let data = source.data {
+                if plan.originalStoreCacheType != .none, let data = source.originalData {
                     requests.append(
                         StoreRequest(
                             cache: plan.originalCache, image: nil, data: data, metadata: metadata, key: originalKey,
                             cacheType: plan.originalStoreCacheType.subtracting(.memory)))
                 }
-                if plan.storeCacheType != .none {
-                    var derivedMetadata = CacheEntryMetadata(originalKey: key, storedAt: Date())
-                    derivedMetadata.contentType = image.format.mimeType
+                if plan.storeCacheType != .none, let canonical = product.canonical {
                     requests.append(
                         StoreRequest(
-                            cache: plan.cache, image: image, data: transformed ? nil : source.data,
-                            metadata: derivedMetadata, key: key, cacheType: plan.storeCacheType,
-                            serializes: transformed))
+                            cache: plan.cache, image: canonical, data: nil, metadata: derivedMetadata(canonical),
+                            key: key, cacheType: plan.storeCacheType, serializes: true))
                 }
             } else if plan.storeCacheType != .none {
-                var plainMetadata = metadata
-                plainMetadata?.originalKey = key
-                requests.append(
-                    StoreRequest(
-                        cache: plan.cache, image: image, data: source.data, metadata: plainMetadata, key: key,
-                        cacheType: plan.storeCacheType))
+                // The bytes are the original whatever the product; the image only when it is what the key means.
+                let levels = product.canonical == nil ? plan.storeCacheType.subtracting(.memory) : plan.storeCacheType
+                if levels != .none {
+                    var plainMetadata = metadata
+                    plainMetadata?.originalKey = key
+                    requests.append(
+                        StoreRequest(
+                            cache: plan.cache, image: product.canonical, data: source.originalData,
+                            metadata: plainMetadata, key: key, cacheType: levels))
+                }
             }
-        case .keyHit:
-            if plan.storeCacheType.contains(.memory) && !source.cacheType.contains(.memory) {
+        case .keyEntry(_, let levels):
+            if let canonical = product.canonical, plan.storeCacheType.contains(.memory), !levels.contains(.memory) {
                 requests.append(
                     StoreRequest(
-                        cache: plan.cache, image: image, data: nil, metadata: nil, key: key, cacheType: .memory))
+                        cache: plan.cache, image: canonical, data: nil, metadata: nil, key: key, cacheType: .memory))
             }
-        case .originalHit:
-            if plan.storeCacheType != .none {
+        case .originalEntry:
+            if plan.storeCacheType != .none, let canonical = product.canonical {
                 requests.append(
                     StoreRequest(
-                        cache: plan.cache, image: image, data: transformed ? nil : source.data,
-                        metadata: CacheEntryMetadata(originalKey: key, storedAt: Date()), key: key,
-                        cacheType: plan.storeCacheType, serializes: transformed))
+                        cache: plan.cache, image: canonical, data: nil, metadata: derivedMetadata(canonical), key: key,
+                        cacheType: plan.storeCacheType, serializes: true))
             }
         }
-        // A serialized variant goes to memory now (before the fetch ends, which the download recheck relies on)
-        // and is encoded for disk afterwards on the pool, so the encode never delays delivery.
+        perform(requests, plan: plan, completion: completion)
+    }
+
+    /// Runs the stores. A serialized variant goes to memory now (before the fetch ends, which the download recheck
+    /// relies on) and is encoded for disk afterwards on the pool, so the encode never delays delivery.
+    private func perform(_ requests: [StoreRequest], plan: LoadPlan, completion: @escaping @Sendable () -> Void) {
         var immediate: [StoreRequest] = []
         var deferred: [StoreRequest] = []
         for request in requests {
@@ -78,15 +97,16 @@ extension ImageManager {
                 continue
             }
             if request.cacheType.contains(.memory) {
-                let memory = StoreRequest(
-                    cache: request.cache, image: request.image, data: nil, metadata: nil, key: request.key,
-                    cacheType: .memory)
-                immediate.append(memory)
+                immediate.append(
+                    StoreRequest(
+                        cache: request.cache, image: request.image, data: nil, metadata: nil, key: request.key,
+                        cacheType: .memory))
             }
             deferred.append(request)
         }
+        guard !immediate.isEmpty || !deferred.isEmpty else { return completion() }
         let countdown = Countdown(immediate.count + deferred.count, completion)
-        let perform: @Sendable (StoreRequest, Data?, ImageCacheType) -> Void = { request, data, cacheType in
+        let store: @Sendable (StoreRequest, Data?, ImageCacheType) -> Void = { request, data, cacheType in
             request.cache.store(
                 request.image, data: data, metadata: request.metadata, forKey: request.key, cacheType: cacheType
             ) { result in
@@ -96,14 +116,20 @@ extension ImageManager {
                 countdown.tick()
             }
         }
-        for request in immediate { perform(request, request.data, request.cacheType) }
+        for request in immediate { store(request, request.data, request.cacheType) }
         guard !deferred.isEmpty else { return }
         let encodeLater = deferred
         workPool.submit {
             for request in encodeLater {
-                let data = plan.serializer.cacheData(for: image, originalData: source.data, imageURL: plan.url)
+                guard let image = request.image else {
+                    countdown.tick()
+                    continue
+                }
+                // A derived key's bytes are always the serializer's encoding of the product: never the original's
+                // bytes, which would decode to something else than the key means.
+                let data = plan.serializer.cacheData(for: image, originalData: nil, imageURL: plan.url)
                 if data == nil { self.log("cache serializer produced no bytes for key \(request.key)") }
-                perform(request, data, .disk)
+                store(request, data, .disk)
             }
         }
     }

@@ -39,12 +39,17 @@ public final class ImageManager: Sendable {
     public let imageCache: any ImageCacheProtocol
     /// The loader of this manager.
     public let imageLoader: any ImageLoader
+    /// The coders this manager decodes with (when a load's context names no ``ImageContext/imageCoder``) and
+    /// its default serializer encodes with. Managers may have registries of their own, so two managers in one
+    /// process can decode different formats.
+    public let coders: CodersManager
 
     struct Settings: Sendable {
         var transformer: (any Transformer)?
         var cacheKeyFilter: (any CacheKeyFilter)?
         var cacheSerializer: (any CacheSerializer)?
         var optionsProcessor: (any OptionsProcessor)?
+        var cachesPrivateResponses = false
         weak var delegate: (any ImageManagerDelegate)?
         var log: @Sendable (String) -> Void = { message in
             FileHandle.standardError.write(Data("[ImageManager] \(message)\n".utf8))
@@ -53,6 +58,8 @@ public final class ImageManager: Sendable {
 
     let settings = Locked(Settings())
     let failedURLs = Locked(FailedURLList())
+    /// The failed-URL list's clock (tests move it instead of sleeping).
+    let failedURLClock = Locked<@Sendable () -> Date>({ Date() })
     /// Running fetch jobs by key, and when each key's last job ended (see `subscribe`).
     struct JobRegistry: Sendable {
         var jobs: [String: FetchJob] = [:]
@@ -79,14 +86,20 @@ public final class ImageManager: Sendable {
     let jobs = Locked(JobRegistry())
     let running = Locked([ObjectIdentifier: ImageLoadOperation]())
     let idSource = Locked<UInt64>(0)
+    let counters = Locked(ImageManagerStatistics())
 
     /// The pool that runs this manager's decodes, transforms and serializer encodes.
     public let workPool: WorkPool
 
-    /// Creates a manager over `cache` and `loader`; CPU work runs on `workPool` (default ``WorkPool/cpu``).
-    public init(cache: any ImageCacheProtocol, loader: any ImageLoader, workPool: WorkPool = .cpu) {
+    /// Creates a manager over `cache` and `loader`, decoding with `coders` (default ``CodersManager/shared``);
+    /// CPU work runs on `workPool` (default ``WorkPool/cpu``).
+    public init(
+        cache: any ImageCacheProtocol, loader: any ImageLoader, coders: CodersManager = .shared,
+        workPool: WorkPool = .cpu
+    ) {
         self.imageCache = cache
         self.imageLoader = loader
+        self.coders = coders
         self.workPool = workPool
     }
 
@@ -120,6 +133,16 @@ public final class ImageManager: Sendable {
         get { settings.withLock { $0.delegate } }
         set { settings.withLock { $0.delegate = newValue } }
     }
+    /// Whether responses marked `Cache-Control: private` are stored in this manager's caches (default false).
+    ///
+    /// A private response was meant for one user; a server that loads for many users must not serve it to
+    /// others. Turn it on for a single-user tool. `no-store` responses are never stored.
+    public var cachesPrivateResponses: Bool {
+        get { settings.withLock { $0.cachesPrivateResponses } }
+        set { settings.withLock { $0.cachesPrivateResponses = newValue } }
+    }
+    /// Counts of what the manager did beside loading (a snapshot).
+    public var statistics: ImageManagerStatistics { counters.value }
     /// Receives warnings the manager does not fail a load for (e.g. a cache store error). Default: stderr.
     public var logHandler: @Sendable (String) -> Void {
         get { settings.withLock { $0.log } }
@@ -138,7 +161,12 @@ public final class ImageManager: Sendable {
     }
 
     /// True when `url` is on the failed-URL list.
-    public func isFailedURL(_ url: URL) -> Bool { failedURLs.withLock { $0.count > 0 && $0.contains(url) } }
+    public func isFailedURL(_ url: URL) -> Bool {
+        // Most managers never block a URL: skip the clock then.
+        guard failedURLs.withLock({ $0.count > 0 }) else { return false }
+        let now = failedURLClock.value()
+        return failedURLs.withLock { $0.contains(url, now: now) }
+    }
     /// Takes `url` off the failed-URL list.
     public func removeFailedURL(_ url: URL) { failedURLs.withLock { $0.remove(url) } }
     /// Empties the failed-URL list.
@@ -155,13 +183,15 @@ public final class ImageManager: Sendable {
         for operation in operations { operation.cancel() }
     }
 
-    /// The cache key the manager uses for `url` under `context` (filter, thumbnail and transformer applied).
+    /// The cache key the manager uses for `url` under `context` (filter, partition, thumbnail, orientation and
+    /// transformer applied; options never change keys, see the key table in ARCHITECTURE.md).
     ///
     /// Returns nil for a nil URL or when the filter makes the URL uncacheable.
     public func cacheKey(for url: URL?, context: ImageContext? = nil) -> String? {
         guard let url else { return nil }
         let merged = mergedContext(context ?? ImageContext())
-        return LoadPlan.keys(for: url, context: merged).key
+        let decode = LoadPlan.decodeOptions(options: [], context: merged)
+        return LoadPlan.keys(for: url, context: merged, decodeOptions: decode).key
     }
 
     func nextID() -> UInt64 {
@@ -172,4 +202,14 @@ public final class ImageManager: Sendable {
     }
 
     func log(_ message: String) { settings.withLock { $0.log }(message) }
+}
+
+/// What a manager did beside loading, for logs and metrics (ImageCore has no metrics dependency: read these and
+/// export them with your metrics system).
+public struct ImageManagerStatistics: Sendable, Hashable {
+    /// Cache entries that failed to decode and were removed (the load then fetched the image again).
+    public var removedUndecodableCacheEntries = 0
+    /// Responses not stored because they said `Cache-Control: no-store`, or `private` (see
+    /// ``ImageManager/cachesPrivateResponses``).
+    public var responsesNotStored = 0
 }

@@ -1,10 +1,13 @@
+import Dispatch
 import Foundation
 
 /// Warms the cache with a list of URLs, a few at a time, at low priority.
 ///
 /// At most ``maxConcurrentPrefetchCount`` loads run at once across every batch of this prefetcher; each
 /// ``prefetch(_:progress:completed:)`` call is its own batch with its own token, and a new batch never cancels an
-/// earlier one (unlike SDWebImage's prefetcher). Thread-safe; callbacks run on the thread that finished a load.
+/// earlier one (unlike SDWebImage's prefetcher). Loads start on the prefetcher's own queue, never inside
+/// `prefetch`, so a batch cancelled as soon as `prefetch` returns sends no request. Thread-safe; callbacks run on
+/// the thread that finished a load.
 public final class ImagePrefetcher: Sendable {
     private struct Pending: Sendable {
         let batch: PrefetchToken
@@ -25,10 +28,19 @@ public final class ImagePrefetcher: Sendable {
     /// The manager that loads.
     public let manager: ImageManager
     private let state: Locked<State>
+    /// Where loads start (serial).
+    let startQueue: DispatchQueue
 
     /// Creates a prefetcher.
-    public init(manager: ImageManager = .shared, maxConcurrentPrefetchCount: Int = 3) {
+    public convenience init(manager: ImageManager = .shared, maxConcurrentPrefetchCount: Int = 3) {
+        self.init(
+            manager: manager, maxConcurrentPrefetchCount: maxConcurrentPrefetchCount,
+            startQueue: DispatchQueue(label: "webimage.prefetcher"))
+    }
+
+    init(manager: ImageManager, maxConcurrentPrefetchCount: Int, startQueue: DispatchQueue) {
         self.manager = manager
+        self.startQueue = startQueue
         state = Locked(State(maxConcurrent: max(1, maxConcurrentPrefetchCount)))
     }
 
@@ -37,7 +49,7 @@ public final class ImagePrefetcher: Sendable {
         get { state.withLock { $0.maxConcurrent } }
         set {
             state.withLock { $0.maxConcurrent = max(1, newValue) }
-            pump()
+            startQueue.async { self.pump() }
         }
     }
 
@@ -71,7 +83,7 @@ public final class ImagePrefetcher: Sendable {
             return token
         }
         state.withLock { state in state.queue += urls.map { Pending(batch: token, url: $0) } }
-        pump()
+        startQueue.async { self.pump() }
         return token
     }
 
@@ -97,7 +109,7 @@ public final class ImagePrefetcher: Sendable {
                 if case .success(let value) = result, !value.isFinal { return }
                 pending.batch.record(success: (try? result.get()) != nil)
                 self.state.withLock { $0.running -= 1 }
-                self.pump()
+                self.startQueue.async { self.pump() }
             }
             pending.batch.track(operation)
         }
@@ -105,12 +117,23 @@ public final class ImagePrefetcher: Sendable {
 }
 
 /// The cancellable handle of one prefetch batch.
+///
+/// Progress reports arrive in order (1, 2, 3 … of `total`), never two at once, and the completion comes last:
+/// reports go through one queue drained by one thread at a time.
 public final class PrefetchToken: ImageOperation {
+    private struct Report: Sendable {
+        let finished: Int
+        let skipped: Int
+        let done: Bool
+    }
+
     private struct State: Sendable {
         var cancelled = false
         var finished = 0
         var skipped = 0
         var operations: [ObjectIdentifier: ImageLoadOperation] = [:]
+        var pending: [Report] = []
+        var draining = false
     }
 
     /// Number of URLs in the batch.
@@ -153,16 +176,31 @@ public final class PrefetchToken: ImageOperation {
     }
 
     func record(success: Bool) {
-        let report = state.withLock { state -> (Int, Int, Bool)? in
+        let first = state.withLock { state -> Report? in
             guard !state.cancelled else { return nil }
             state.finished += 1
             if !success { state.skipped += 1 }
             // Forget loads that ended, so a long batch holds only its running handles.
             state.operations = state.operations.filter { !$0.value.isFinished }
-            return (state.finished, state.skipped, state.finished == total)
+            let report = Report(finished: state.finished, skipped: state.skipped, done: state.finished == total)
+            guard !state.draining else {
+                state.pending.append(report)
+                return nil
+            }
+            state.draining = true
+            return report
         }
-        guard let (finished, skipped, done) = report else { return }
-        progress?(finished, total)
-        if done { completed?(finished, skipped) }
+        var next = first
+        while let report = next {
+            progress?(report.finished, total)
+            if report.done { completed?(report.finished, report.skipped) }
+            next = state.withLock { state -> Report? in
+                guard !state.pending.isEmpty else {
+                    state.draining = false
+                    return nil
+                }
+                return state.pending.removeFirst()
+            }
+        }
     }
 }

@@ -1,14 +1,17 @@
 import Foundation
 
-/// Decides the bytes stored on disk for an image the manager is about to cache.
+/// Decides the bytes stored on disk for an image the manager is about to cache under a derived key.
 ///
-/// Only transformed images are serialized: originals are stored exactly as downloaded. Threading: called on the
-/// SDK's CPU pool; may block. Returning nil stores nothing on disk for that image.
+/// Only derived results (thumbnails, transformed images) are serialized: originals are stored exactly as
+/// downloaded. The bytes must decode to `image` itself — a later disk hit of the derived key is decoded at full
+/// size and never transformed again. Threading: called on the SDK's CPU pool; may block. Returning nil stores
+/// nothing on disk for that image.
 public protocol CacheSerializer: Sendable {
     /// The bytes to store for `image`.
     ///
     /// - Parameters:
-    ///   - originalData: the downloaded bytes the image was made from, if any.
+    ///   - originalData: bytes that decode to exactly `image`, when the caller has them; the manager passes nil
+    ///     for derived results (the original's bytes decode to the untransformed, full-size image).
     ///   - imageURL: the URL of the load.
     func cacheData(for image: Image, originalData: Data?, imageURL: URL?) -> Data?
 }
@@ -31,8 +34,9 @@ extension CacheSerializer where Self == BlockCacheSerializer {
     }
 }
 
-/// The default serializer: encodes a transformed image with the coders in its source format (PNG when the format
-/// cannot be encoded and the image has alpha, else JPEG), at ``EncodeEffort/fast``.
+/// The default serializer: encodes an image with the coders in its source format (PNG when the format cannot be
+/// encoded and the image has alpha, else JPEG), at ``EncodeEffort/fast``. An animation stays an animation: its
+/// own format when that encodes animations (GIF, WebP), else animated WebP, else GIF — never a one-frame still.
 public struct DefaultCacheSerializer: CacheSerializer {
     private let coder: any ImageCoder
     private let options: ImageEncodeOptions
@@ -45,13 +49,21 @@ public struct DefaultCacheSerializer: CacheSerializer {
         self.options = options
     }
 
-    /// Encodes `image`; returns `originalData` untouched for images no transformer changed.
+    /// The formats that keep every frame of an animation.
+    static let animatedFormats: [ImageFormat] = [.webp, .gif]
+
+    /// Encodes `image`; returns `originalData` untouched when given (it decodes to `image`).
     public func cacheData(for image: Image, originalData: Data?, imageURL: URL?) -> Data? {
-        if !image.metadata.isTransformed, let originalData { return originalData }
+        if let originalData { return originalData }
         var candidates: [ImageFormat] = []
-        if image.format != .undefined { candidates.append(image.format) }
-        candidates.append(image.pixels.layout.hasAlpha ? .png : .jpeg)
-        candidates.append(.png)
+        if image.isAnimated {
+            if Self.animatedFormats.contains(image.format) { candidates.append(image.format) }
+            candidates += Self.animatedFormats
+        } else {
+            if image.format != .undefined { candidates.append(image.format) }
+            candidates.append(image.pixels.layout.hasAlpha ? .png : .jpeg)
+            candidates.append(.png)
+        }
         for format in candidates where coder.canEncode(to: format) {
             if let data = try? coder.encode(image, as: format, options: options) { return data }
         }

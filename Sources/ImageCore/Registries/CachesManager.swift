@@ -126,10 +126,11 @@ public final class CachesManager: ImageCacheProtocol, Sendable {
                 break
             case .success(let hit?):
                 if var current = merged {
+                    // The bytes (and validators) come from a lower level; `cacheType` keeps naming the level
+                    // that answered with the image.
                     if current.data == nil, let data = hit.data {
                         current.data = data
                         current.metadata = current.metadata ?? hit.metadata
-                        current.cacheType.formUnion(hit.cacheType)
                     }
                     merged = current
                 } else {

@@ -59,21 +59,34 @@ public final class CodersManager: ProgressiveImageCoder, AnimatedImageCoder, Sen
     /// - Throws: `noCoder` when no coder accepts the bytes (`badImageData` for empty data), `imageTooLarge`,
     ///   or the coder's error (non-``ImageError``s are wrapped as `badImageData`).
     public func decode(_ data: Data, options: ImageDecodeOptions) throws -> Image {
-        guard !data.isEmpty else { throw ImageError(.badImageData, stage: .decode, message: "empty data") }
-        guard let coder = byPriority.first(where: { $0.canDecode(data) }) else {
-            let format = ImageFormat.detect(data).map { "\($0)" } ?? "unknown"
-            throw ImageError(.noCoder, stage: .decode, message: "no coder decodes \(format) data")
-        }
-        return try Self.decode(data, with: coder, options: options)
+        try Self.decodeReportingProperties(data, with: self, options: options).image
     }
 
     /// Decodes with one coder: budget check from its probe, then decode, wrapping foreign errors.
     public static func decode(_ data: Data, with coder: any ImageCoder, options: ImageDecodeOptions) throws -> Image {
-        if let properties = coder.probe(data) {
+        try decodeReportingProperties(data, with: coder, options: options).image
+    }
+
+    /// Decodes with `coder` — for a registry, with the coder it picks — after checking the pixel budget against
+    /// that coder's probe, and returns the probed header too (the manager reads the source's frame count).
+    static func decodeReportingProperties(
+        _ data: Data, with coder: any ImageCoder, options: ImageDecodeOptions
+    ) throws(ImageError) -> (image: Image, properties: ImageProperties?) {
+        var chosen = coder
+        while let registry = chosen as? CodersManager {
+            guard !data.isEmpty else { throw ImageError(.badImageData, stage: .decode, message: "empty data") }
+            guard let inner = registry.byPriority.first(where: { $0.canDecode(data) }) else {
+                let format = ImageFormat.detect(data).map { "\($0)" } ?? "unknown"
+                throw ImageError(.noCoder, stage: .decode, message: "no coder decodes \(format) data")
+            }
+            chosen = inner
+        }
+        let properties = chosen.probe(data)
+        if let properties {
             try options.checkPixelBudget(width: properties.width, height: properties.height)
         }
         do {
-            return try coder.decode(data, options: options)
+            return (try chosen.decode(data, options: options), properties)
         } catch {
             throw ImageError.wrap(error, as: .badImageData, stage: .decode)
         }

@@ -3,16 +3,17 @@ import Synchronization
 
 /// The registry of loaders, itself a loader: it routes each URL to the first loader that accepts it.
 ///
-/// Priority: the loader added **last** is asked **first** (like ``CodersManager``). By default it holds the
-/// core's ``FileLoader`` and ``DataURLLoader``; plugins add theirs (`HTTPLoader.shared`). Thread-safe.
+/// Priority: the loader added **last** is asked **first** (like ``CodersManager``). By default it holds only the
+/// core's ``DataURLLoader``; plugins add theirs (`HTTPLoader.shared`). Local files are opt-in: add a
+/// ``FileLoader`` with the root directory it may serve. Thread-safe.
 public final class LoadersManager: ImageLoader, Sendable {
     private let storage: Mutex<[any ImageLoader]>
 
-    /// The process-wide registry (file and data loaders pre-registered).
+    /// The process-wide registry (the `data:` loader pre-registered).
     public static let shared = LoadersManager()
 
     /// Creates a registry holding `loaders` (the last one has the highest priority).
-    public init(loaders: [any ImageLoader] = [FileLoader(), DataURLLoader()]) { storage = Mutex(loaders) }
+    public init(loaders: [any ImageLoader] = [DataURLLoader()]) { storage = Mutex(loaders) }
 
     /// The loaders, lowest priority first.
     public var loaders: [any ImageLoader] {

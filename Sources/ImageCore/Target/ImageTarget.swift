@@ -18,6 +18,9 @@ public protocol ImageTarget: AnyObject, Sendable {
 }
 
 /// Per-target bookkeeping: the running load and URL for each operation key. Thread-safe.
+///
+/// Owned by the target: when the target is released, this state goes with it and cancels the loads it still
+/// runs (a view that goes away stops its downloads); their completions still receive `cancelled`.
 public final class ImageTargetState: Sendable {
     struct Entry: Sendable {
         var generation: UInt64
@@ -30,6 +33,11 @@ public final class ImageTargetState: Sendable {
 
     /// Creates empty bookkeeping.
     public init() {}
+
+    deinit {
+        let operations = entries.withLock { $0.values.compactMap(\.operation) }
+        for operation in operations { operation.cancel() }
+    }
 
     /// The URL of the latest `setImage` under `key`.
     public func imageURL(forKey key: String) -> URL? { entries.withLock { $0[key]?.url } }
@@ -88,7 +96,11 @@ extension ImageTarget {
     /// Loads `url` through `manager` and shows it on this target.
     ///
     /// The operation key is ``ImageContext/setImageOperationKey`` or the type name; loads under different keys
-    /// run side by side. `completed` receives every delivery of the current load (never of a superseded one).
+    /// run side by side, and the key is in the context the options processor sees.
+    ///
+    /// Delivery contract: `completed` receives every delivery of the current load, and the final result of every
+    /// load — a superseded load still completes (usually with `cancelled`), only its image is neither displayed
+    /// nor passed on as a preview. Releasing the target cancels its loads; they complete with `cancelled`.
     /// - Returns: the load's handle, nil when the URL was nil.
     @discardableResult
     public func setImage(
@@ -107,17 +119,23 @@ extension ImageTarget {
             completed?(.failure(.invalidURL("nil URL")))
             return nil
         }
-        let operation = manager.loadImage(with: url, options: options, context: context, progress: progress) {
-            [weak self] result in
-            guard let self, state.isCurrent(key: key, generation: generation) else { return }
-            switch result {
-            case .success(let value):
-                if !options.contains(.avoidAutoSetImage) { self.display(value.image) }
-                if value.isFinal { state.finish(key: key, generation: generation) }
-            case .failure(let error):
-                if options.contains(.delayPlaceholder) && !error.isCancellation { self.display(placeholder) }
-                state.finish(key: key, generation: generation)
+        var loadContext = context ?? ImageContext()
+        loadContext.setImageOperationKey = key
+        let operation = manager.loadImage(with: url, options: options, context: loadContext, progress: progress) {
+            [weak self, weak state] result in
+            let isFinal = (try? result.get())?.isFinal ?? true
+            let current = state?.isCurrent(key: key, generation: generation) ?? false
+            if current, let self {
+                switch result {
+                case .success(let value):
+                    if !options.contains(.avoidAutoSetImage) { self.display(value.image) }
+                case .failure(let error):
+                    if options.contains(.delayPlaceholder) && !error.isCancellation { self.display(placeholder) }
+                }
             }
+            if isFinal { state?.finish(key: key, generation: generation) }
+            // A superseded load's previews are images nobody shows; its final result is still its caller's.
+            guard current || isFinal else { return }
             completed?(result)
         }
         state.attach(operation, key: key, generation: generation)

@@ -60,6 +60,9 @@ struct ImageFetch: AsyncParsableCommand {
             cacheDir.map { DiskCacheConfiguration(directory: URL(fileURLWithPath: $0, isDirectory: true)) }
             ?? DiskCacheConfiguration(namespace: "image-fetch")
         let plugins = registerDefaultPlugins(diskCache: DiskCache(configuration: diskConfiguration))
+        // Local files are opt-in (a server must never read its own disk for a user's URL); a command-line tool
+        // reads the files its user names.
+        LoadersManager.shared.addLoader(FileLoader(rootDirectory: URL(fileURLWithPath: "/")))
 
         let fetcher = Fetcher(
             manager: .shared, outputDirectory: outputDirectory, maxSize: maxSize, format: format?.imageFormat,

@@ -20,6 +20,8 @@ struct Minimal {
         defer { try? FileManager.default.removeItem(at: directory) }
         let fileURL = directory.appendingPathComponent("gradient.png")
         try png.write(to: fileURL)
+        // Local files are opt-in, and only below the directory a loader is given.
+        LoadersManager.shared.addLoader(FileLoader(rootDirectory: directory))
         let dataURL = URL(string: "data:image/png;base64,\(png.base64EncodedString())")!
 
         // 3. Load each URL twice: first from its loader (cache type "none"), then from the memory cache.

@@ -1,0 +1,99 @@
+import Foundation
+
+// The decode and product steps. Each follows from what the source holds (see `FetchSource`), never from who
+// asked: original bytes are decoded with the load's options and transformed; a derived key's own entry is
+// decoded at full size and never transformed again.
+extension FetchJob {
+    // MARK: Decode
+
+    func decode(_ key: DecodeKey, _ source: FetchSource, _ info: FetchSubscriber) {
+        switch source.content {
+        case .originalImage(let image, _):
+            let decoded = DecodedImage(
+                image: Self.applyDecodeOptions(key.options, to: image), sourceFrameCount: image.frameCount)
+            event { $0.machine.decodeFinished(key, decoded) }
+        case .originalBytes(let data), .productBytes(let data):
+            do {
+                guard !data.isEmpty else { throw ImageError(.badImageData, stage: .decode, message: "empty data") }
+                let (image, properties) = try CodersManager.decodeReportingProperties(
+                    data, with: info.plan.decoder, options: key.options)
+                let decoded = DecodedImage(image: image, sourceFrameCount: properties?.frameCount)
+                event { $0.machine.decodeFinished(key, decoded) }
+            } catch {
+                let imageError = ImageError.wrap(error, as: .badImageData, stage: .decode)
+                if case .download = source.origin { manager.recordFailure(imageError, plan: info.plan) }
+                event { $0.machine.decodeFailed(key, imageError) }
+            }
+        }
+    }
+
+    /// An image that is already decoded (a loader's own, or the original's memory entry) gets the decode options
+    /// that can be applied to pixels: first frame only, and the thumbnail size of a still image.
+    private static func applyDecodeOptions(_ options: ImageDecodeOptions, to image: Image) -> Image {
+        var image = image
+        if options.firstFrameOnly, image.isAnimated { image = image.with(frames: [image.frames[0]]) }
+        let target = options.targetSize(forSourceWidth: image.width, height: image.height)
+        if !image.isAnimated, target.width < image.width || target.height < image.height {
+            var metadata = image.metadata
+            metadata.sourcePixelWidth = metadata.sourcePixelWidth ?? image.width
+            metadata.sourcePixelHeight = metadata.sourcePixelHeight ?? image.height
+            let pixels = image.pixels.areaResampled(width: target.width, height: target.height)
+            image = Image(pixels: pixels, format: image.format, metadata: metadata)
+        }
+        return image
+    }
+
+    // MARK: Product
+
+    func produce(_ key: ProductKey, decoded: DecodedImage, source: FetchSource, info: FetchSubscriber) {
+        let plan = info.plan
+        let product: FetchProduct
+        switch source.content {
+        case .productBytes(let data):
+            // A derived key's own entry is a finished product: serve what this load can use of it, promote it.
+            guard let image = plan.deliverable(fromCached: decoded.image) else {
+                return event {
+                    $0.machine.productFailed(key, ImageError(.unusableCacheEntry, stage: .cacheQuery))
+                }
+            }
+            product = FetchProduct(
+                image: image, data: image === decoded.image ? data : nil, canonical: decoded.image)
+        case .originalBytes, .originalImage:
+            var image = decoded.image
+            var transformSkipped = false
+            if let transformer = plan.transformer {
+                if image.isAnimated && !plan.options.contains(.transformAnimatedImage) {
+                    transformSkipped = true
+                } else {
+                    do {
+                        let output = try transformer.transform(
+                            image, forKey: plan.originalKey ?? plan.url.absoluteString)
+                        var metadata = output.metadata
+                        metadata.isTransformed = true
+                        image = output.with(metadata: metadata)
+                    } catch {
+                        let wrapped = ImageError(
+                            .transformFailed, stage: .transform, message: transformer.transformerKey,
+                            underlying: SendableErrorBox(error))
+                        return event { $0.machine.productFailed(key, wrapped) }
+                    }
+                }
+            }
+            let canonical = plan.isCanonical(
+                decoded: decoded.image, sourceFrameCount: decoded.sourceFrameCount, transformSkipped: transformSkipped)
+            // Only a plain key's canonical image is exactly the decode of the original bytes.
+            let exactBytes = canonical && !plan.isDerived && plan.transformer == nil
+            product = FetchProduct(
+                image: image, data: exactBytes ? source.originalData : nil, canonical: canonical ? image : nil)
+        }
+        // The store may finish before or after the product is marked ready; both events run under the lock, so a
+        // load waiting for the store (`.waitStoreCache`) is delivered exactly when both happened.
+        manager.store(product, source: source, plan: plan) {
+            self.event { state in
+                state.storedProducts.insert(key)
+                return state.machine.productStored(key)
+            }
+        }
+        event { state in state.machine.productReady(key, product, stored: state.storedProducts.contains(key)) }
+    }
+}

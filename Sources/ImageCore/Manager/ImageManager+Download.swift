@@ -1,0 +1,100 @@
+import Foundation
+
+extension ImageManager {
+    /// Downloads for `operation` (joining an identical download in flight), unless the options, the delegate or
+    /// the loader forbid it. `cached` is the entry a ``ImageOptions/refreshCached`` load revalidates.
+    func download(_ operation: ImageLoadOperation, _ plan: LoadPlan, cached: CacheQueryResult?) {
+        let url = plan.url
+        let refusal: ImageError?
+        if plan.options.contains(.fromCacheOnly) {
+            refusal = ImageError(.cacheMiss, stage: .cacheQuery, message: "not cached and .fromCacheOnly is set")
+        } else if delegate?.imageManager(self, shouldDownloadImageFor: url) == false {
+            refusal = ImageError(.cacheMiss, stage: .download, message: "the delegate refused the download")
+        } else if !plan.loader.canRequestImage(for: url) {
+            refusal = ImageError(.noLoader, stage: .download, message: "no loader for \(url.scheme ?? "this URL")")
+        } else {
+            refusal = nil
+        }
+        if let refusal {
+            // A revalidating load that may not download keeps its cached image as the final result.
+            return operation.finish(.failure(cached == nil ? refusal : ImageError(.cacheNotModified, stage: .download)))
+        }
+        var context = plan.context
+        var keyParts = ["load", url.absoluteString]
+        if plan.options.contains(.handleCookies) { keyParts.append("cookies") }
+        if plan.options.contains(.allowInvalidSSLCertificates) { keyParts.append("insecure") }
+        if let partition = plan.partitionKey { keyParts.append("partition:\(partition)") }
+        if let cached {
+            context.loaderCachedImage = cached.image
+            context.loaderCachedMetadata = cached.metadata
+            keyParts.append("revalidate:\(cached.metadata?.etag ?? "")|\(cached.metadata?.lastModified ?? "")")
+        }
+        if plan.isolatesDownload { keyParts.append("isolated:\(nextID())") }
+        let loaderContext = context
+        let recheck = cached == nil ? memoryRecheck(plan) : nil
+        subscribe(
+            operation, plan, jobKey: keyParts.joined(separator: "|"), inline: false, decodeOptions: plan.decodeOptions,
+            cacheOrigin: nil, fallback: nil, recheck: recheck
+        ) { job in
+            var requestContext = loaderContext
+            // Bytes a decryptor will turn into the image can't be judged on the wire.
+            if requestContext.downloadDecryptor == nil {
+                requestContext.downloadHeaderCheck = Self.headerCheck(for: job, coder: plan.decoder)
+            }
+            return plan.loader.requestImage(
+                with: url, options: plan.options, context: requestContext,
+                progress: { job.progress($0) },
+                completion: { result in
+                    switch result {
+                    case .success(let loaded):
+                        self.removeFailedURL(url)
+                        let content: FetchSource.Content =
+                            loaded.image.map { .originalImage($0, bytes: loaded.data) } ?? .originalBytes(loaded.data)
+                        job.sourceSucceeded(FetchSource(content: content, origin: .download, response: loaded.response))
+                    case .failure(let error):
+                        self.recordFailure(error, plan: plan)
+                        job.sourceFailed(error)
+                    }
+                })
+        }
+    }
+
+    /// Bytes after which a header that no coder could read is given up on (the decode judges it).
+    static let headerCheckLimit = 1 << 20
+
+    /// The check a loader runs on the first bytes: probe the header with the load's coder, and refuse the image
+    /// when it is over the pixel budget of every load still waiting on this download.
+    static func headerCheck(for job: FetchJob, coder: any ImageCoder) -> DownloadHeaderCheck {
+        DownloadHeaderCheck { [weak job] prefix in
+            guard let job else { return .accept }
+            guard let properties = coder.probe(prefix) else {
+                if prefix.count >= headerCheckLimit || (prefix.count >= 64 && !coder.canDecode(prefix)) {
+                    return .accept
+                }
+                return .needMoreData
+            }
+            var refusal: ImageError?
+            for options in job.waitingDecodeOptions {
+                do throws(ImageError) {
+                    try options.checkPixelBudget(width: properties.width, height: properties.height)
+                    return .accept
+                } catch {
+                    refusal = refusal ?? error
+                }
+            }
+            return refusal.map { .reject($0) } ?? .accept
+        }
+    }
+
+    /// Puts the URL on the failed-URL list when the delegate (or else the loader) says the error is permanent.
+    func recordFailure(_ error: ImageError, plan: LoadPlan) {
+        guard !error.isCancellation, error.code != .cacheNotModified else { return }
+        let block =
+            delegate?.imageManager(self, shouldBlockFailedURL: plan.url, error: error)
+            ?? plan.loader.shouldBlockFailedURL(plan.url, error: error)
+        if block {
+            let now = failedURLClock.value()
+            failedURLs.withLock { $0.insert(plan.url, now: now) }
+        }
+    }
+}

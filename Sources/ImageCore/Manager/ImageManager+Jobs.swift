@@ -1,0 +1,90 @@
+import Foundation
+
+extension ImageManager {
+    /// Joins the job under `jobKey`, or starts it.
+    ///
+    /// Every action the job's machine returns is performed, even when the load was cancelled while it joined:
+    /// another load may have joined the same job in between and waits for the source this subscription started.
+    ///
+    /// `recheck` closes the window between a cache miss and a job that finished meanwhile: a job stores its result
+    /// in memory before it ends, so when no job is running the memory level is asked again, and when a job with
+    /// this key ended between that look and taking the registry lock, the look is repeated. Without it, 10,000
+    /// loads of 100 URLs would download some URLs twice.
+    func subscribe(
+        _ operation: ImageLoadOperation, _ plan: LoadPlan, jobKey: String, inline: Bool,
+        decodeOptions: ImageDecodeOptions, cacheOrigin: FetchSource.Origin?,
+        fallback: (@Sendable (ImageLoadOperation) -> Void)?, recheck: (@Sendable () -> ImageResult?)? = nil,
+        startSource: @escaping @Sendable (FetchJob) -> (any ImageOperation)?
+    ) {
+        let id = nextID()
+        let decodeKey = DecodeKey(options: decodeOptions, coder: plan.coder)
+        let productKey = ProductKey(
+            decode: decodeKey, loadDecode: plan.decodeOptions, cacheKey: plan.key,
+            transformerKey: plan.transformer?.transformerKey,
+            transformAnimated: plan.options.contains(.transformAnimatedImage),
+            storeCacheType: plan.storeCacheType.rawValue, originalStoreCacheType: plan.originalStoreCacheType.rawValue)
+        let subscriber = FetchJob.Machine.Subscriber(
+            id: id, decodeKey: decodeKey, productKey: productKey,
+            waitsForStore: plan.options.contains(.waitStoreCache),
+            info: FetchSubscriber(operation: operation, plan: plan, fallback: fallback))
+        var attempts = 0
+        while true {
+            let seen = jobs.withLock { $0.generation }
+            // A finished job already stored its result in memory; a miss after it ended needs a new job.
+            var lookedAfterEndOf: FetchJob?
+            if let recheck {
+                let live = jobs.withLock { $0.jobs[jobKey] }
+                if live == nil || live?.isFinished == true {
+                    if let hit = recheck() { return operation.finish(.success(hit)) }
+                    lookedAfterEndOf = live
+                }
+            }
+            let joined = jobs.withLock { registry -> (FetchJob, [FetchJob.Machine.Action])? in
+                let existing = registry.jobs[jobKey]
+                if let existing, let actions = existing.subscribe(subscriber) {
+                    return (existing, actions)
+                }
+                if recheck != nil && attempts < 100 {
+                    if registry.ended(jobKey, since: seen) { return nil }
+                    if let existing, existing !== lookedAfterEndOf { return nil }
+                }
+                let job = FetchJob(
+                    key: jobKey, manager: self, runsInline: inline, cacheOrigin: cacheOrigin, startSource: startSource)
+                registry.jobs[jobKey] = job
+                return (job, job.subscribe(subscriber) ?? [])
+            }
+            guard let (job, actions) = joined else {
+                attempts += 1
+                continue
+            }
+            let attached = operation.attach(job: job, id: id)
+            job.performAndSettle(actions)
+            if !attached { job.cancel(id) }
+            return
+        }
+    }
+
+    func removeJob(_ job: FetchJob) {
+        jobs.withLock { registry in
+            if registry.jobs[job.key] === job { registry.jobs[job.key] = nil }
+            registry.recordEnd(job.key)
+        }
+    }
+
+    /// Asks the memory level again, synchronously; nil when it misses, would answer asynchronously, or holds an
+    /// image this load can't use.
+    func memoryRecheck(_ plan: LoadPlan) -> (@Sendable () -> ImageResult?)? {
+        guard let key = plan.key, plan.queryCacheType.contains(.memory), !plan.options.contains(.fromLoaderOnly) else {
+            return nil
+        }
+        return {
+            let found = Locked<Image?>(nil)
+            _ = plan.cache.queryImage(forKey: key, options: [], context: plan.context, cacheType: .memory) { result in
+                if case .success(let hit?) = result, let image = hit.image { found.withLock { $0 = image } }
+            }
+            return found.value.flatMap(plan.deliverable(fromCached:)).map {
+                ImageResult(image: $0, data: nil, cacheType: .memory, url: plan.url, cacheKey: key)
+            }
+        }
+    }
+}

@@ -1,0 +1,155 @@
+import Foundation
+import ImageCore
+import ImageTestSupport
+import Testing
+
+/// Randomized schedules of the real manager shell: concurrent loads of a few URLs with cancels injected at every
+/// stage (right after `loadImage` returns, during the cache query, the disk read, the download, the decode, the
+/// transform, the store). Invariants per round: every load completes exactly once and receives nothing after its
+/// final result; a load that was not cancelled succeeds; no job or load is left registered; a later load of each
+/// URL completes.
+///
+/// CI runs `CANCEL_SCHEDULE_ROUNDS` rounds (default 150); set it higher for a long run. `CANCEL_SCHEDULE_SEED`
+/// replays a failing schedule (the seed is printed on failure).
+@Suite struct CancellationScheduleTests {
+    /// Where a load is cancelled: one of the stages, right after it started, or never.
+    enum CancelPoint: CaseIterable {
+        case never, afterStart, cacheQuery, diskRead, download, downloadAnswer, decode, transform, store
+
+        var stage: TestStage? {
+            switch self {
+            case .never, .afterStart: nil
+            case .cacheQuery: .cacheQuery
+            case .diskRead: .diskRead
+            case .download: .download
+            case .downloadAnswer: .downloadAnswer
+            case .decode: .decode
+            case .transform: .transform
+            case .store: .store
+            }
+        }
+    }
+
+    /// One load of a round and what happened to it.
+    final class Load: Sendable {
+        let cancelAt: CancelPoint
+        let recorder = DeliveryRecorder()
+        let operation = Locked<ImageLoadOperation?>(nil)
+        let cancelled = Locked(false)
+
+        init(cancelAt: CancelPoint) { self.cancelAt = cancelAt }
+
+        func cancel() {
+            guard let operation = operation.value else { return }
+            cancelled.withLock { $0 = true }
+            operation.cancel()
+        }
+    }
+
+    @Test func randomCancelsAtEveryStageNeverStrandAFetch() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        let rounds = environment["CANCEL_SCHEDULE_ROUNDS"].flatMap(Int.init) ?? 150
+        let seed = environment["CANCEL_SCHEDULE_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 1...UInt64.max >> 1)
+        var generator = SplitMix64(seed: seed)
+        for round in 0..<rounds {
+            let failure = await runRound(&generator)
+            if let failure {
+                Issue.record("round \(round) of seed \(seed): \(failure)")
+                return
+            }
+        }
+    }
+
+    /// Runs one round; returns a description of the first broken invariant.
+    private func runRound(_ generator: inout SplitMix64) async -> String? {
+        let rig = Rig(
+            loaderDelay: Double(generator.next() % 3) / 1000, decodeDelay: generator.next() % 4 == 0 ? 0.001 : 0)
+        let urls = (0..<3).map { testURL("u\($0)") }
+        for (index, url) in urls.enumerated() {
+            let colors: [RGBAColor] = index == 2 ? [.white, .black] : [.white]
+            if generator.next() % 3 == 0 {
+                rig.loader.set(.progressive(TestCoder.data(width: 12, height: 12, colors: colors), chunks: 3), for: url)
+            } else {
+                rig.loader.set(
+                    .data(TestCoder.data(width: 12, height: 12, colors: colors), ResponseMetadata(url: url)), for: url)
+            }
+            switch generator.next() % 4 {
+            case 0:
+                rig.cache.seedDisk(TestCoder.data(width: 12, height: 12, colors: colors), forKey: url.absoluteString)
+            case 1: rig.cache.seedDisk(Data("broken".utf8), forKey: url.absoluteString)
+            default: break
+            }
+        }
+        let transformer = TestTransformer(width: 4, height: 4)
+        let loads = (0..<12).map { _ in Load(cancelAt: CancelPoint.allCases.randomElement(using: &generator)!) }
+        let hooked: @Sendable (TestStage) -> Void = { stage in
+            for load in loads where load.cancelAt.stage == stage && !load.cancelled.value { load.cancel() }
+        }
+        rig.cache.hook.set(hooked)
+        rig.loader.hook.set(hooked)
+        rig.coder.hook.set(hooked)
+        transformer.hook.set(hooked)
+        let optionSets: [ImageOptions] = [[], .waitStoreCache, .refreshCached, .progressiveLoad, .queryDiskDataSync]
+        var plans: [(URL, ImageOptions, [ImageContextOption: any Sendable])] = []
+        for _ in loads {
+            let url = urls.randomElement(using: &generator)!
+            var extra: [ImageContextOption: any Sendable] = [:]
+            switch generator.next() % 3 {
+            case 0: extra[.imageTransformer] = transformer
+            case 1: extra[.imageThumbnailPixelSize] = PixelSize(width: 6, height: 6)
+            default: break
+            }
+            plans.append((url, optionSets.randomElement(using: &generator)!, extra))
+        }
+        // Start from several threads at once, so joins and cancels race.
+        await withTaskGroup(of: Void.self) { group in
+            for (index, load) in loads.enumerated() {
+                let (url, options, extra) = plans[index]
+                let context = rig.context(extra)
+                group.addTask {
+                    let operation = rig.manager.loadImage(
+                        with: url, options: options, context: context, completed: load.recorder.handler)
+                    load.operation.withLock { $0 = operation }
+                    if load.cancelAt == .afterStart { load.cancel() }
+                }
+            }
+        }
+        for (index, load) in loads.enumerated() {
+            guard let final = await load.recorder.waitForFinal(timeout: 10) else {
+                return "load \(index) (cancel at \(load.cancelAt), \(plans[index].1)) never completed"
+            }
+            if load.recorder.finals.count != 1 { return "load \(index) completed \(load.recorder.finals.count) times" }
+            if case .success(let last) = load.recorder.all.last, !last.isFinal {
+                return "load \(index) got a delivery after its final result"
+            }
+            if !load.cancelled.value, case .failure(let error) = final {
+                return "load \(index) was not cancelled but failed: \(error)"
+            }
+        }
+        for load in loads { load.operation.withLock { $0 = nil } }
+        rig.cache.hook.set(nil)
+        rig.loader.hook.set(nil)
+        rig.coder.hook.set(nil)
+        transformer.hook.set(nil)
+        guard await waitUntil(timeout: 10, { !rig.manager.isRunning }) else {
+            return "the manager still runs a job or a load after every load completed"
+        }
+        for url in urls {
+            guard case .success = await rig.load(url) else { return "a later load of \(url) failed" }
+        }
+        return nil
+    }
+}
+
+/// A small seeded generator, so a failing schedule can be replayed.
+struct SplitMix64: RandomNumberGenerator {
+    private var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
