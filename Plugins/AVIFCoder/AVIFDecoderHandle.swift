@@ -7,6 +7,7 @@ import ImageCore
 /// libavif reads from the memory it is given for the decoder's whole life (`avifDecoderSetIOMemory` does not
 /// copy), which a `Data` cannot promise outside `withUnsafeBytes`; the decoder handle keeps these bytes alive.
 final class AVIFBytes: Sendable {
+    // Written once in init, read-only after, freed in deinit: safe to share across threads.
     private nonisolated(unsafe) let pointer: UnsafeMutableRawBufferPointer
     /// Number of bytes (the allocation is at least 1 byte).
     let count: Int

@@ -22,6 +22,18 @@ import Testing
         #expect(AVIFCoder.hasDecoder && AVIFCoder.codecVersions.contains("dec"))
     }
 
+    @Test func formatIsSniffedFromTheMajorOrACompatibleBrand() {
+        func ftyp(_ major: String, _ compatible: [String]) -> Data {
+            let body = Array(major.utf8) + [0, 0, 0, 0] + compatible.flatMap { Array($0.utf8) }
+            return Data([0, 0, 0, UInt8(8 + body.count)] + Array("ftyp".utf8) + body)
+        }
+        #expect(ImageFormat.detect(ftyp("avis", ["avis", "msf1", "miaf"])) == .avif)
+        #expect(ImageFormat.detect(ftyp("mif1", ["mif1", "miaf", "avif"])) == .avif)
+        #expect(ImageFormat.detect(ftyp("heic", ["mif1", "heic"])) == .heic)
+        #expect(!coder.canDecode(ftyp("heic", ["mif1", "heic"])))
+        #expect(coder.canDecode(ftyp("mif1", ["avif"])))
+    }
+
     @Test func losslessFileDecodesToTheExactPixelsWithStraightAlpha() throws {
         let data = AVIFTestFiles.encode(.init(alpha: true))
         let image = try coder.decode(data, options: .init())
