@@ -16,6 +16,11 @@ final class AVIFStreamingSource {
 
     /// Replaces the bytes with a longer prefix of the same file.
     func update(_ data: Data) {
+        // Copying into an unallocated (nil) buffer traps: no bytes, nothing to copy (found by fuzzing).
+        guard !data.isEmpty else {
+            available = 0
+            return
+        }
         if data.count > storage.count {
             let grown = UnsafeMutableRawBufferPointer.allocate(
                 byteCount: max(data.count, storage.count * 2), alignment: 16)

@@ -165,6 +165,17 @@ import Testing
         #expect(final.pixels == (try coder.decode(data, options: .init())).pixels)
     }
 
+    @Test func incrementalDecoderTakesNoBytesAndGarbage() throws {
+        // Regression (fuzzing): an empty prefix trapped while copying into the decoder's unallocated buffer.
+        for prefix in [Data(), Data([0, 0, 0, 12]), Data([0, 0, 0, 16] + Array("ftypavif".utf8) + [0, 0, 0, 0])] {
+            let decoder = coder.makeIncrementalDecoder(options: .init())
+            decoder.update(prefix, isFinal: false)
+            #expect(try decoder.currentImage() == nil)
+            decoder.update(prefix, isFinal: true)
+            #expect(throws: ImageError.self) { try decoder.currentImage() }
+        }
+    }
+
     @Test func gridTilesAppearAsTheyArrive() throws {
         let data = AVIFTestFiles.encode(.init(width: 64, height: 256, grid: (1, 4)))
         let full = try coder.decode(data, options: .init())
