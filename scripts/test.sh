@@ -16,7 +16,7 @@ $swift build --build-tests
 # One test target at a time: several suites measure scheduling (a starved cooperative pool, timeouts against a
 # stalling server), which the CPU-heavy coder and conformance suites would disturb on a 2-core machine.
 targets=(ImageCoreTests HTTPLoaderTests MemoryCacheTests DiskCacheTests PNGCoderTests JPEGCoderTests
-    WebPCoderTests GIFCoderTests CoderConformanceTests ImageTransformersTests WebImageTests)
+    WebPCoderTests GIFCoderTests AVIFCoderTests CoderConformanceTests ImageTransformersTests WebImageTests)
 : > .build/test-output.txt
 for target in "${targets[@]}"; do
     step "$target"
@@ -33,7 +33,7 @@ if [ "${SKIP_ASAN:-0}" != "1" ]; then
     step "coder tests under AddressSanitizer"
     set +e
     ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$PWD/scripts/lsan-suppressions.txt $swift test --sanitize=address --scratch-path .build-asan \
-        --filter 'PNGCoderTests|JPEGCoderTests|WebPCoderTests|GIFCoderTests|CoderConformanceTests' 2>&1 \
+        --filter 'PNGCoderTests|JPEGCoderTests|WebPCoderTests|GIFCoderTests|AVIFCoderTests|CoderConformanceTests' 2>&1 \
         | tee .build/asan-output.txt | grep -vE ' started\.$' | tail -60
     status=${PIPESTATUS[0]}
     set -e
