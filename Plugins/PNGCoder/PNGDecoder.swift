@@ -78,7 +78,8 @@ enum PNGDecoder {
             if let failure {
                 throw PNGStatus.error(status: Int32(PNGSHIM_ERROR), message: failure, stage: .decode)
             }
-            return PixelBuffer(width: width, height: height, layout: layout, alphaMode: .straight, bytes: pixels)
+            return try PixelBuffer(
+                width: width, height: height, layout: layout, alphaMode: .straight, validating: pixels)
         }
     }
 
