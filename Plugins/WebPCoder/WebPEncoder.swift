@@ -38,6 +38,8 @@ struct WebPSourceFrame {
 enum WebPEncoder {
     /// WebP stores each side in 14 bits.
     static let maximumDimension = 16383
+    /// ANMF stores each frame's duration in 24 bits of milliseconds.
+    static let maximumFrameMilliseconds = 0xFF_FFFF
 
     static func encode(_ image: Image, options: ImageEncodeOptions) throws -> Data {
         let source = PixelSize(width: image.width, height: image.height)
@@ -158,13 +160,15 @@ enum WebPEncoder {
 
     /// The animation timestamps (ms, 32-bit in libwebp) of frames with `durations` (seconds), plus the end time.
     ///
-    /// Each frame lasts at least 1 ms; a total past `Int32.max` ms (24.8 days) is `encodeFailed`, not a trap.
+    /// Each frame lasts 1 ms to 16,777,215 ms (ANMF's 24 bits); a total past `Int32.max` ms (24.8 days) is
+    /// `encodeFailed`, not a trap.
     static func timestamps(_ durations: [Double]) throws(ImageError) -> [Int32] {
         var result: [Int32] = [0]
         var now: Int32 = 0
         for duration in durations {
-            // ImageFrame keeps durations finite and at most a day, so this conversion cannot trap.
-            let milliseconds = Int32(clamping: max(1, Int((duration * 1000).rounded())))
+            // ImageFrame keeps durations finite and at most a day, so this conversion cannot trap; ANMF stores a
+            // frame's duration in 24 bits, so longer frames are clamped to 16,777,215 ms (4.66 hours).
+            let milliseconds = Int32(min(max(1, Int((duration * 1000).rounded())), maximumFrameMilliseconds))
             let (next, overflow) = now.addingReportingOverflow(milliseconds)
             guard !overflow else {
                 throw WebPErrors.encode("the animation lasts longer than \(Int32.max) ms")

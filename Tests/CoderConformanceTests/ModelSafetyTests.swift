@@ -33,6 +33,19 @@ import Testing
         #expect(buffer.pixel(x: 2, y: 1) == [5])
     }
 
+    /// `bytes` used to be a plain `var`: `buffer.bytes = []` left a 3x2 buffer with no storage, and every reader
+    /// indexing by geometry went out of bounds. Shrinking is now undone by zero padding.
+    @Test func shrinkingTheStorageCannotBreakTheGeometry() {
+        var buffer = PixelBuffer(width: 3, height: 2, layout: .rgba8, bytes: [UInt8](repeating: 9, count: 24))
+        buffer.bytes = []
+        #expect(buffer.byteCount == 24 && buffer.pixel(x: 2, y: 1) == [0, 0, 0, 0])
+        buffer.bytes[5] = 7
+        buffer.bytes.removeLast(10)
+        #expect(buffer.byteCount == 24 && buffer.bytes[5] == 7)
+        let image = Image(pixels: buffer)
+        #expect(image.pixels.straightRGBABytes().count == 24)
+    }
+
     @Test(arguments: [
         (Double.nan, 0.0), (.infinity, ImageFrame.maximumDuration), (-.infinity, 0), (-3, 0),
         (1e300, ImageFrame.maximumDuration),

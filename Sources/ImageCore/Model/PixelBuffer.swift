@@ -43,9 +43,8 @@ public enum AlphaMode: Hashable, Sendable {
 ///
 /// Invariant (holds for every value, whoever built it): `width`, `height` ≥ 0, `bytesPerRow ≥ width ×
 /// bytesPerPixel`, and ``bytes`` holds at least `bytesPerRow × height` bytes, all without integer overflow. The
-/// geometry is immutable and ``bytes`` can only be replaced wholesale through an initializer or mutated in place
-/// through ``withUnsafeMutableBytes(_:)``, which cannot change its length, so code that indexes the buffer from
-/// its geometry can never read or write outside it.
+/// geometry is immutable and ``bytes`` is padded back to the geometry's length after any assignment or mutation,
+/// so code that indexes the buffer from its geometry can never read or write outside it.
 public struct PixelBuffer: Hashable, Sendable {
     /// The largest width or height a buffer may have (2^31 − 1), so that every side fits the 32-bit integers C
     /// libraries take.
@@ -61,9 +60,33 @@ public struct PixelBuffer: Hashable, Sendable {
     public let alphaMode: AlphaMode
     /// Bytes from the start of one row to the start of the next.
     public let bytesPerRow: Int
-    /// The pixel bytes: at least `bytesPerRow * height` of them. Read-only: mutate pixels in place with
-    /// ``withUnsafeMutableBytes(_:)``.
-    public private(set) var bytes: [UInt8]
+    /// The pixel bytes: at least `bytesPerRow * height` of them, whatever is assigned.
+    ///
+    /// Mutating elements in place (`buffer.bytes[i] = v`) is free of copies; an assignment or mutation that
+    /// leaves fewer bytes than the geometry needs is padded back with zeros, so the invariant cannot be broken
+    /// (and code indexing by geometry can never leave the storage). ``withUnsafeMutableBytes(_:)`` gives a
+    /// pointer whose length cannot change.
+    public var bytes: [UInt8] {
+        get { storage }
+        set {
+            storage = newValue
+            restoreLength()
+        }
+        _modify {
+            defer { restoreLength() }
+            yield &storage
+        }
+    }
+
+    private var storage: [UInt8]
+
+    /// Bytes the geometry needs (computed without overflow when the value was built).
+    private var requiredByteCount: Int { bytesPerRow * height }
+
+    private mutating func restoreLength() {
+        let missing = requiredByteCount - storage.count
+        if missing > 0 { storage.append(contentsOf: repeatElement(0, count: missing)) }
+    }
 
     /// Creates a buffer over existing bytes, validating the geometry against them.
     ///
@@ -82,7 +105,7 @@ public struct PixelBuffer: Hashable, Sendable {
         self.layout = layout
         self.alphaMode = layout.hasAlpha ? (alphaMode ?? .straight) : .none
         self.bytesPerRow = rowBytes
-        self.bytes = bytes
+        self.storage = bytes
     }
 
     /// Creates a buffer over existing bytes whose geometry the caller computed itself.
@@ -130,7 +153,7 @@ public struct PixelBuffer: Hashable, Sendable {
     }
 
     /// The number of bytes the pixels occupy in memory.
-    public var byteCount: Int { bytes.count }
+    public var byteCount: Int { storage.count }
 
     /// The bytes of the pixel at `(x, y)`, as many as the layout has channels.
     ///
@@ -145,7 +168,7 @@ public struct PixelBuffer: Hashable, Sendable {
     public mutating func withUnsafeMutableBytes<R, E: Error>(
         _ body: (inout UnsafeMutableBufferPointer<UInt8>) throws(E) -> R
     ) throws(E) -> R {
-        try bytes.withUnsafeMutableBufferPointer { (buffer) throws(E) -> R in try body(&buffer) }
+        try storage.withUnsafeMutableBufferPointer { (buffer) throws(E) -> R in try body(&buffer) }
     }
 
     /// `width × height × bytesPerPixel` and whether it overflowed (negative sizes count as overflow).
