@@ -3,7 +3,7 @@
 #
 #   scripts/fuzz.sh [target ...]      default: every target in the table below
 #   FUZZ_SECONDS=1800 scripts/fuzz.sh gif-decode
-#   FUZZ_JOBS=2 runs that many targets at a time (default 1).
+#   FUZZ_JOBS=2 runs that many targets at a time (default 1); FUZZ_SKIP_BUILD=1 reuses the last build.
 #
 # Seeds are copied at run time from $IMAGE_CORPUS (../shared/corpus) into .build-fuzz/corpus/<target>/, a scratch
 # folder outside git; libFuzzer adds what it finds there. Crashes land in .build-fuzz/artifacts/<target>/ and make
@@ -35,13 +35,15 @@ for target in "${targets[@]}"; do
     [ -n "${seeds[$target]+x}" ] || { echo "fuzz.sh: unknown target '$target' (known: ${order[*]})" >&2; exit 2; }
 done
 
-echo "fuzz.sh: building ${#targets[@]} target(s) ($configuration, -sanitize=fuzzer,address)"
 mkdir -p "$work"
 # SwiftPM's --sanitize=fuzzer instruments only the executables: -Xswiftc/-Xcc put coverage into every Swift
 # module of the SDK and the C shim too. (The system C libraries themselves are not instrumented.)
+echo "fuzz.sh: ${#targets[@]} target(s) ($configuration, -sanitize=fuzzer,address)"
 flags=(--package-path Fuzz --scratch-path "$work/build" -c "$configuration" --sanitize=fuzzer --sanitize=address
     -Xswiftc -sanitize=fuzzer -Xcc -fsanitize=fuzzer-no-link)
-if ! $swift build "${flags[@]}" >"$work/build.log" 2>&1; then
+if [ "${FUZZ_SKIP_BUILD:-0}" = "1" ]; then
+    echo "fuzz.sh: FUZZ_SKIP_BUILD=1, using the binaries already built"
+elif ! $swift build "${flags[@]}" >"$work/build.log" 2>&1; then
     grep -vE "ld.gold: warning: Cannot export local symbol" "$work/build.log" | tail -30
     echo "fuzz.sh: build failed" >&2
     exit 1

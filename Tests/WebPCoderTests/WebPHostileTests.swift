@@ -15,9 +15,15 @@ import WebPCoder
             durations: Array(repeating: duration, count: count))
     }
 
-    /// 130 frames of 4.66 hours (ANMF's longest) last longer than WebP's 32-bit millisecond timestamps
-    /// (`Int32(timestamp)` trapped).
+    /// 135 frames of 16,000 s (within ANMF's 24-bit durations) last longer than WebP's 32-bit millisecond
+    /// timestamps: `Int32(timestamp)` trapped on main; a day-long frame is clamped to ANMF's 4.66 hours.
     @Test func animationLongerThanInt32MillisecondsIsAnEncodeError() throws {
+        for (count, duration) in [(135, 16_000.0), (130, 86_400.0)] {
+            let error = #expect(throws: ImageError.self) {
+                try coder.encode(Self.frames(count, duration: duration), as: .webp, options: .init())
+            }
+            #expect(error?.code == .encodeFailed)
+        }
         let image = Self.frames(130, duration: 86_400)
         let error = #expect(throws: ImageError.self) { try coder.encode(image, as: .webp, options: .init()) }
         #expect(error?.code == .encodeFailed)
