@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every test of the project: the package suites, the coder suites under AddressSanitizer, and the examples.
-# Environment: IMAGE_CORPUS (the shared conformance corpus), SKIP_ASAN=1 / SKIP_EXAMPLES=1 to shorten local runs.
+# Environment: IMAGE_CORPUS (the shared conformance corpus), SKIP_ASAN=1 / SKIP_EXAMPLES=1 to shorten local runs,
+# RUN_FUZZ=1 to build the libFuzzer targets and run each for FUZZ_SECONDS (default 20).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -38,6 +39,11 @@ if [ "${SKIP_ASAN:-0}" != "1" ]; then
     status=${PIPESTATUS[0]}
     set -e
     [ "$status" -eq 0 ] || { echo "test.sh: AddressSanitizer run failed"; exit "$status"; }
+fi
+
+if [ "${RUN_FUZZ:-0}" = "1" ]; then
+    step "fuzz targets, ${FUZZ_SECONDS:-20} s each"
+    FUZZ_SECONDS=${FUZZ_SECONDS:-20} scripts/fuzz.sh
 fi
 
 if [ "${SKIP_EXAMPLES:-0}" != "1" ]; then
