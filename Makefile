@@ -2,7 +2,7 @@
 SWIFT ?= swift
 CORPUS ?= $(abspath ../shared/corpus)
 
-.PHONY: demo test deps test-deps lint format bench fuzz
+.PHONY: demo test deps test-deps lint format bench fuzz soak
 
 deps:
 	@scripts/install-deps.sh
@@ -31,3 +31,9 @@ bench: deps
 ## libFuzzer targets (Fuzz/ package), FUZZ_SECONDS each (default 60), FUZZ_TARGETS to pick; see CONTRIBUTING.md.
 fuzz: deps
 	IMAGE_CORPUS="$${IMAGE_CORPUS:-$(CORPUS)}" scripts/fuzz.sh $(FUZZ_TARGETS)
+
+## The soak (Sources/ImageSoak): SOAK_SECONDS of mixed traffic (default 1800), CSV and plot under Benchmarks/.
+soak: deps
+	$(SWIFT) build --product image-soak
+	$(SWIFT) run --skip-build image-soak --seconds $${SOAK_SECONDS:-1800} --csv Benchmarks/soak.csv
+	/usr/bin/python3 Benchmarks/soak_plot.py Benchmarks/soak.csv Benchmarks/soak.png "image-soak, $${SOAK_SECONDS:-1800} s"

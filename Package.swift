@@ -20,6 +20,7 @@ let package = Package(
         .library(name: "ImageTransformers", targets: ["ImageTransformers"]),
         .library(name: "WebImage", targets: ["WebImage"]),
         .executable(name: "webimage-demo", targets: ["WebImageDemo"]),
+        .executable(name: "image-soak", targets: ["ImageSoak"]),
     ],
     dependencies: [
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
@@ -98,6 +99,16 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             path: "Sources/WebImageDemo"),
+        // The soak (issue 13): mixed good and hostile traffic against a local server, resources sampled each second.
+        .executableTarget(
+            name: "ImageSoak",
+            dependencies: [
+                "WebImage",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            path: "Sources/ImageSoak"),
 
         // MARK: Tests (one target per module; shared doubles in ImageTestSupport)
         .target(name: "ImageTestSupport", dependencies: ["ImageCore"], path: "Tests/ImageTestSupport"),

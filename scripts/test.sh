@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every test of the project: the package suites, the coder suites under AddressSanitizer, and the examples.
 # Environment: IMAGE_CORPUS (the shared conformance corpus), SKIP_ASAN=1 / SKIP_EXAMPLES=1 to shorten local runs,
+# SOAK_SECONDS (default 120) for the soak's length,
 # RUN_FUZZ=1 to build the libFuzzer targets and run each for FUZZ_SECONDS (default 20).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,6 +28,9 @@ for target in "${targets[@]}"; do
     set -e
     [ "$status" -eq 0 ] || { echo "test.sh: $target failed"; grep -E '✘' .build/test-output.txt | head -50; exit "$status"; }
 done
+step "soak: mixed good and hostile traffic for ${SOAK_SECONDS:-120} s, resources sampled each second"
+$swift run --skip-build image-soak --seconds "${SOAK_SECONDS:-120}" --csv .build/soak.csv
+
 passed=$(grep -cE '^✔ Test .* passed' .build/test-output.txt || true)
 failed=$(grep -cE '^✘ Test .* failed' .build/test-output.txt || true)
 

@@ -80,7 +80,7 @@ public final class AVIFCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendabl
     /// - Throws: ``ImageError`` `badImageData`, `imageTooLarge` or `noCoder`.
     public func decode(_ data: Data, options: ImageDecodeOptions) throws -> Image {
         let reader = try open(data, options: options)
-        let count = options.firstFrameOnly ? 1 : reader.frameCount
+        let count = reader.frameCount
         if count == 1 {
             let frame = try reader.frame(at: 0, duration: 0)
             return Image(frames: [frame], format: .avif, metadata: reader.metadata())
@@ -147,11 +147,30 @@ public final class AVIFCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendabl
 
     /// Budget check from the container, then libavif's parse (with its limits) and the same check on what it
     /// found. No pixel memory is allocated before both checks pass.
+    ///
+    /// A sequence over the whole-animation budget fails with `imageTooLarge`, or — with
+    /// ``AnimationBudget/Policy/firstFrameOnly`` — opens as its first frame (a still image).
     func open(_ data: Data, options: ImageDecodeOptions) throws(ImageError) -> AVIFFrameReader {
         guard canDecode(data) else {
             throw ImageError(.badImageData, stage: .decode, message: "not an AVIF file (no avif/avis ftyp brand)")
         }
-        let limits = AVIFDecodeLimits(options)
+        do throws(ImageError) {
+            return try open(data, options: options, limits: AVIFDecodeLimits(options))
+        } catch {
+            guard error.code == .imageTooLarge, options.animationBudget.onExceeded == .firstFrameOnly,
+                !options.firstFrameOnly
+            else { throw error }
+            var firstFrame = options
+            firstFrame.firstFrameOnly = true
+            var limits = AVIFDecodeLimits(firstFrame)
+            limits.maxFrameCount = AVIFDecodeLimits.libavifFrameCountLimit
+            return try open(data, options: firstFrame, limits: limits)
+        }
+    }
+
+    private func open(
+        _ data: Data, options: ImageDecodeOptions, limits: AVIFDecodeLimits
+    ) throws(ImageError) -> AVIFFrameReader {
         let preload = options.preloadAllFrames && !options.firstFrameOnly
         if let container = AVIFContainer.read(data), let size = container.frameSize, size.width > 0,
             size.height > 0

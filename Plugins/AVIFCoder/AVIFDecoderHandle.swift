@@ -29,17 +29,20 @@ final class AVIFBytes: Sendable {
 struct AVIFDecodeLimits: Sendable {
     /// Pixels of one frame (``ImageDecodeOptions/maxPixelCount``).
     var maxPixelCount: Int
-    /// Frames of one image sequence. libavif's default image-count limit (12 hours at 60 fps): ImageDecodeOptions
-    /// has no frame budget yet.
+    /// Frames of one image sequence (``AnimationBudget/maxFrameCount``).
     var maxFrameCount: Int
     /// Pixels of all frames decoded up front (``ImageDecodeOptions/preloadAllFrames``): frames × canvas must fit
-    /// the same pixel budget as one frame, because they are all held at once.
+    /// the whole-animation budget (``AnimationBudget/maxPixelCount``), because they are all held at once.
     var maxPreloadedPixelCount: Int
+
+    /// libavif's own default image-count limit (12 hours at 60 fps), for parsing a sequence whose first frame
+    /// alone is decoded.
+    static let libavifFrameCountLimit = 12 * 3600 * 60
 
     init(_ options: ImageDecodeOptions) {
         maxPixelCount = options.maxPixelCount
-        maxFrameCount = 12 * 3600 * 60
-        maxPreloadedPixelCount = options.maxPixelCount
+        maxFrameCount = options.animationBudget.maxFrameCount
+        maxPreloadedPixelCount = options.animationBudget.maxPixelCount
     }
 
     /// Throws `imageTooLarge` when a frame of `size` or `frames` frames exceed the budget (`preload`: all held).

@@ -27,7 +27,9 @@ final class AVIFFrameReader {
     }
 
     /// Frames in the file.
-    var frameCount: Int { handle.frameCount }
+    /// The frames this reader serves: only the first when it was opened for the first frame (by the caller, or by
+    /// the ``AnimationBudget/Policy/firstFrameOnly`` policy of a sequence over budget).
+    var frameCount: Int { options.firstFrameOnly ? min(1, handle.frameCount) : handle.frameCount }
 
     /// Decodes frame `index`. Throws `badImageData` when the frame is corrupt or its size differs from the first
     /// frame's, `imageTooLarge` when the AV1 stream declares a size over the budget.

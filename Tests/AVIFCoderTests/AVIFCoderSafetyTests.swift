@@ -71,14 +71,29 @@ import Testing
         }
     }
 
-    @Test func preloadingEveryFrameMustFitThePixelBudgetWhileOnDemandDecodingNeedNot() throws {
+    @Test func preloadingEveryFrameMustFitTheAnimationBudgetWhileOnDemandDecodingNeedNot() throws {
         let data = try Self.animation(frames: 5, width: 24, height: 16)  // 384 px a frame, 1,920 in all
-        let budget = ImageDecodeOptions(maxPixelCount: 1000, preloadAllFrames: true)
+        var budget = ImageDecodeOptions(preloadAllFrames: true)
+        budget.maxAnimationPixelCount = 1000
         let error = #expect(throws: ImageError.self) { try coder.decode(data, options: budget) }
         #expect(error?.code == .imageTooLarge)
-        let onDemand = try coder.decode(data, options: ImageDecodeOptions(maxPixelCount: 1000))
+        var onDemandOptions = ImageDecodeOptions()
+        onDemandOptions.maxAnimationPixelCount = 1000
+        let onDemand = try coder.decode(data, options: onDemandOptions)
         #expect(onDemand.frameCount == 5 && onDemand.frames.count == 1)
         #expect(try onDemand.frame(at: 4).pixels.width == 24)
+    }
+
+    @Test func aSequenceOverTheFrameBudgetFailsOrKeepsItsFirstFrameAsThePolicySays() throws {
+        let data = try Self.animation(frames: 5, width: 24, height: 16)
+        var strict = ImageDecodeOptions()
+        strict.maxFrameCount = 4
+        let error = #expect(throws: ImageError.self) { try coder.decode(data, options: strict) }
+        #expect(error?.code == .imageTooLarge)
+        var lenient = strict
+        lenient.animationBudget.onExceeded = .firstFrameOnly
+        let still = try coder.decode(data, options: lenient)
+        #expect(still.frameCount == 1 && still.width == 24)
     }
 
     @Test func garbageAndEveryTruncationThrowTypedErrors() throws {

@@ -6,16 +6,54 @@ import Foundation
 /// the core count, so blocking there would starve every other queue). At most `maxConcurrent` jobs run at once;
 /// the rest wait in a FIFO without holding a thread. Threads start on demand and exit after ``idleTimeout``
 /// seconds without work. Thread-safe.
+///
+/// Two lanes: ``Priority/normal`` jobs (decodes and transforms a caller waits for) always run before
+/// ``Priority/background`` ones (a cache's disk encode, which nobody waits for), and background jobs hold at
+/// most ``maxBackgroundConcurrent`` threads, so a backlog of encodes can't make a load wait behind it.
 public final class WorkPool: @unchecked Sendable {
+    /// Which lane a job waits in.
+    public enum Priority: Sendable {
+        /// Work a caller waits for.
+        case normal
+        /// Work nobody waits for (cache encodes): runs when no normal job waits, on part of the threads.
+        case background
+    }
+
+    /// A FIFO that reuses its storage.
+    private struct Lane {
+        var jobs: [@Sendable () -> Void] = []
+        var head = 0
+
+        var count: Int { jobs.count - head }
+
+        mutating func append(_ job: @escaping @Sendable () -> Void) { jobs.append(job) }
+
+        mutating func popFirst() -> @Sendable () -> Void {
+            let job = jobs[head]
+            head += 1
+            if head == jobs.count {
+                jobs.removeAll(keepingCapacity: true)
+                head = 0
+            } else if head > 1024 && head * 2 > jobs.count {
+                jobs.removeFirst(head)
+                head = 0
+            }
+            return job
+        }
+    }
+
     // @unchecked Sendable: every mutable field below is only touched while `condition` is locked.
     private let condition = NSCondition()
-    private var queue: [@Sendable () -> Void] = []
-    private var head = 0
+    private var normal = Lane()
+    private var background = Lane()
+    private var runningBackground = 0
     private var threads = 0
     private var idle = 0
 
     /// The most jobs that run at once.
     public let maxConcurrent: Int
+    /// The most background jobs that run at once: one thread fewer than ``maxConcurrent`` (at least one).
+    public let maxBackgroundConcurrent: Int
     private let label: String
     private let qualityOfService: QualityOfService
 
@@ -29,23 +67,34 @@ public final class WorkPool: @unchecked Sendable {
     public init(label: String, maxConcurrent: Int, qos: QualityOfService = .userInitiated) {
         self.label = label
         self.maxConcurrent = max(1, maxConcurrent)
+        self.maxBackgroundConcurrent = max(1, maxConcurrent - 1)
         self.qualityOfService = qos
     }
 
-    /// Number of jobs waiting for a thread.
+    /// Number of jobs waiting for a thread, in both lanes.
     public var pendingCount: Int {
         condition.lock()
         defer { condition.unlock() }
-        return queue.count - head
+        return normal.count + background.count
     }
 
-    /// Runs `job` on a pool thread when one is free.
-    public func submit(_ job: @escaping @Sendable () -> Void) {
+    /// Number of background jobs waiting for a thread.
+    public var pendingBackgroundCount: Int {
         condition.lock()
-        queue.append(job)
+        defer { condition.unlock() }
+        return background.count
+    }
+
+    /// Runs `job` on a pool thread when one is free (normal jobs first; see ``Priority``).
+    public func submit(priority: Priority = .normal, _ job: @escaping @Sendable () -> Void) {
+        condition.lock()
+        switch priority {
+        case .normal: normal.append(job)
+        case .background: background.append(job)
+        }
         let spawn = idle == 0 && threads < maxConcurrent
         if spawn { threads += 1 }
-        condition.signal()
+        condition.broadcast()
         condition.unlock()
         if spawn {
             let thread = Thread { [self] in workerLoop() }
@@ -65,30 +114,35 @@ public final class WorkPool: @unchecked Sendable {
     /// Seconds an idle thread waits for work before it exits.
     public static let idleTimeout: TimeInterval = 10
 
+    /// Whether a waiting job may start now. Called with `condition` locked.
+    private var hasRunnableJob: Bool {
+        normal.count > 0 || (background.count > 0 && runningBackground < maxBackgroundConcurrent)
+    }
+
     private func workerLoop() {
         while true {
             condition.lock()
-            while head == queue.count {
+            while !hasRunnableJob {
                 idle += 1
                 let signalled = condition.wait(until: Date().addingTimeInterval(Self.idleTimeout))
                 idle -= 1
-                if !signalled && head == queue.count {
+                if !signalled && !hasRunnableJob {
                     threads -= 1
                     condition.unlock()
                     return
                 }
             }
-            let job = queue[head]
-            head += 1
-            if head == queue.count {
-                queue.removeAll(keepingCapacity: true)
-                head = 0
-            } else if head > 1024 && head * 2 > queue.count {
-                queue.removeFirst(head)
-                head = 0
-            }
+            let isBackground = normal.count == 0
+            let job = isBackground ? background.popFirst() : normal.popFirst()
+            if isBackground { runningBackground += 1 }
             condition.unlock()
             job()
+            if isBackground {
+                condition.lock()
+                runningBackground -= 1
+                condition.broadcast()
+                condition.unlock()
+            }
         }
     }
 }

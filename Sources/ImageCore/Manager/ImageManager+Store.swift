@@ -1,6 +1,9 @@
 import Foundation
 
 extension ImageManager {
+    /// Disk encodes that may wait in the work pool's background lane; later ones are dropped.
+    static let maxPendingDiskEncodes = 64
+
     private struct StoreRequest: Sendable {
         let cache: any ImageCacheProtocol
         let image: Image?
@@ -118,8 +121,15 @@ extension ImageManager {
         }
         for request in immediate { store(request, request.data, request.cacheType) }
         guard !deferred.isEmpty else { return }
+        // Encodes wait in the pool's background lane, behind every decode a caller waits for. When they can't keep
+        // up, the disk copy of a derived image is dropped (counted) rather than holding images without bound.
+        if workPool.pendingBackgroundCount >= Self.maxPendingDiskEncodes {
+            counters.withLock { $0.diskEncodesDropped += deferred.count }
+            for _ in deferred { countdown.tick() }
+            return
+        }
         let encodeLater = deferred
-        workPool.submit {
+        workPool.submit(priority: .background) {
             for request in encodeLater {
                 guard let image = request.image else {
                     countdown.tick()

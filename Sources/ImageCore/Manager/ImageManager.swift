@@ -212,4 +212,7 @@ public struct ImageManagerStatistics: Sendable, Hashable {
     /// Responses not stored because they said `Cache-Control: no-store`, or `private` (see
     /// ``ImageManager/cachesPrivateResponses``).
     public var responsesNotStored = 0
+    /// Disk entries of derived images not written because too many encodes were already waiting (the image is
+    /// still stored in memory and delivered; see ``WorkPool/Priority/background``).
+    public var diskEncodesDropped = 0
 }

@@ -1,0 +1,75 @@
+import Foundation
+import ImageCore
+import ImageTestSupport
+import Testing
+
+/// The work pool's two lanes: a backlog of cache encodes (background) must never make a decode a caller waits
+/// for (normal) queue behind it.
+@Suite struct WorkPoolLaneTests {
+    /// A job that blocks its thread until `gate` opens, counting itself in `running` meanwhile.
+    private static func blocking(_ gate: Locked<Bool>, _ running: Locked<Int>) -> @Sendable () -> Void {
+        {
+            running.withLock { $0 += 1 }
+            while !gate.value { usleep(200) }
+            running.withLock { $0 -= 1 }
+        }
+    }
+
+    @Test func aNormalJobSubmittedAfterBackgroundOnesRunsFirst() async {
+        let pool = WorkPool(label: "lanes-order", maxConcurrent: 1)
+        let gate = Locked(false)
+        let running = Locked(0)
+        pool.submit(Self.blocking(gate, running))
+        #expect(await waitUntil { running.value == 1 }, "the only thread is busy")
+        let order = Locked([String]())
+        for index in 0..<3 { pool.submit(priority: .background) { order.withLock { $0.append("encode\(index)") } } }
+        pool.submit { order.withLock { $0.append("decode") } }
+        #expect(pool.pendingBackgroundCount == 3)
+        gate.withLock { $0 = true }
+        #expect(await waitUntil { order.value.count == 4 })
+        #expect(order.value == ["decode", "encode0", "encode1", "encode2"])
+    }
+
+    @Test func backgroundJobsLeaveAThreadForNormalWork() async {
+        let pool = WorkPool(label: "lanes-share", maxConcurrent: 2)
+        #expect(pool.maxBackgroundConcurrent == 1)
+        let gate = Locked(false)
+        let running = Locked(0)
+        for _ in 0..<4 { pool.submit(priority: .background, Self.blocking(gate, running)) }
+        #expect(await waitUntil { running.value == 1 }, "one background job runs")
+        let decoded = Locked(false)
+        pool.submit { decoded.withLock { $0 = true } }
+        // The encodes are all still blocked: the decode can only have run on the thread they may not take.
+        #expect(await waitUntil { decoded.value }, "the decode ran while every encode was held")
+        #expect(running.value == 1 && pool.pendingBackgroundCount == 3)
+        gate.withLock { $0 = true }
+        #expect(await waitUntil { pool.pendingCount == 0 && running.value == 0 })
+    }
+}
+
+/// Through the manager: derived images' disk encodes never delay deliveries, and a backlog is bounded.
+@Suite struct DiskEncodeBacklogTests {
+    @Test(.timeLimit(.minutes(1))) func heldEncodesDelayNoDeliveryAndTheBacklogIsBounded() async throws {
+        let rig = Rig(workPool: WorkPool(label: "encode-backlog", maxConcurrent: 2))
+        let gate = Locked(false)
+        let serializer = BlockCacheSerializer { image, _, _ in
+            while !gate.value { usleep(200) }
+            return TestCoder.data(width: image.width, height: image.height)
+        }
+        let context: [ImageContextOption: any Sendable] = [
+            .imageTransformer: TestTransformer(width: 2, height: 2), .cacheSerializer: serializer,
+        ]
+        let loads = 80
+        for index in 0..<loads {
+            let url = testURL("backlog\(index)")
+            rig.serve(url, width: 16, height: 16)
+            let result = try await rig.load(url, context: context).get()
+            #expect(result.image.width == 2, "delivered while every earlier encode is still held")
+        }
+        let dropped = rig.manager.statistics.diskEncodesDropped
+        // One encode runs (held), 64 wait; the rest are dropped instead of piling up.
+        #expect(dropped >= loads - 65 && dropped <= loads - 64)
+        gate.withLock { $0 = true }
+        #expect(await waitUntil { rig.manager.workPool.pendingCount == 0 })
+    }
+}
