@@ -63,7 +63,10 @@ let package = Package(
         .target(name: "MemoryCache", dependencies: ["ImageCore"], path: "Plugins/MemoryCache"),
         .target(
             name: "DiskCache",
-            dependencies: ["ImageCore", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: [
+                "ImageCore", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"), .product(name: "Metrics", package: "swift-metrics"),
+            ],
             path: "Plugins/DiskCache"),
 
         // MARK: Loader plugin
@@ -122,7 +125,12 @@ let package = Package(
             name: "CoderConformanceTests",
             dependencies: ["PNGCoder", "JPEGCoder", "WebPCoder", "GIFCoder", "AVIFCoder", "ImageTestSupport"]),
         .testTarget(name: "MemoryCacheTests", dependencies: ["MemoryCache", "ImageTestSupport"]),
-        .testTarget(name: "DiskCacheTests", dependencies: ["DiskCache", "MemoryCache", "ImageTestSupport"]),
+        .testTarget(
+            name: "DiskCacheTests",
+            dependencies: [
+                "DiskCache", "MemoryCache", "ImageTestSupport",
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+            ]),
         .testTarget(
             name: "HTTPLoaderTests",
             dependencies: [

@@ -40,8 +40,12 @@ extension DiskCache {
 
     /// Stores `data` with `metadata` when `cacheType` has `.disk` and `data` is not nil; `image` is ignored.
     ///
-    /// Visible to queries at once; written on the write queue, after which the completion runs there (await it
-    /// for ``ImageCore/ImageOptions/waitStoreCache``). A failure leaves the previous entry intact.
+    /// Visible to queries at once; written on the write pool after any earlier work on the same key (stores of
+    /// one key land in call order), after which the completion runs there (await it for
+    /// ``ImageCore/ImageOptions/waitStoreCache``; completions of one key's stores may run in any order). A failure leaves the
+    /// previous entry intact. When the write backlog is full the store is dropped: the completion gets
+    /// `cacheFailure` caused by ``DiskCacheWriteBacklogFull`` before this returns, and queries keep answering
+    /// with the previous entry.
     public func store(
         _ image: Image?, data: Data?, metadata: CacheEntryMetadata?, forKey key: String, cacheType: ImageCacheType,
         completion: (@Sendable (Result<Void, ImageError>) -> Void)?
@@ -50,32 +54,82 @@ extension DiskCache {
             completion?(.success(()))
             return
         }
-        let name = DiskFileNaming.fileName(forKey: key)
+        let name = DiskFileNaming.entryName(forKey: key)
         let now = now()
         var visible = metadataToWrite(metadata, key: key, now: now)
         visible.size = data.count
         visible.lastAccess = Date(timeIntervalSince1970: now)
-        let generation = markPending(name, entry: DiskCacheEntry(data: data, metadata: visible))
-        writeQueue.async {
-            let result = self.performStore(name: name, key: key, data: data, metadata: metadata)
-            self.clearPending(name, generation: generation)
-            completion?(result)
+        let entry = DiskCacheEntry(data: data, metadata: visible)
+        let outcome = submitStore(name: name, entry: entry) { generation in
+            DiskJobWork { [self] in
+                let result = performStore(name: name, key: key, data: data, metadata: metadata)
+                clearPending(name, generation: generation)
+                guard let completion else { return nil }
+                return { completion(result) }
+            }
+        }
+        switch outcome {
+        case .accepted(let job):
+            metrics.recordAccepted()
+            if let job { launch([job]) }
+        case .dropped(let error):
+            metrics.recordDrop(error, logger: configuration.logger)
+            completion?(
+                .failure(
+                    ImageError(.cacheFailure, stage: .cacheStore, message: error.description, underlying: error)))
         }
     }
 
-    /// Removes `key` when `cacheType` has `.disk`; queries miss at once, the file goes on the write queue.
+    private enum StoreOutcome {
+        /// Taken; the job when it may start now.
+        case accepted(DiskJob?)
+        case dropped(DiskCacheWriteBacklogFull)
+    }
+
+    /// Submits an asynchronous store and, when taken, makes it visible to queries (one lock for both, so a
+    /// query never sees a store that was dropped).
+    private func submitStore(
+        name: DiskEntryName, entry: DiskCacheEntry, makeWork: (_ generation: UInt64) -> DiskJobWork
+    ) -> StoreOutcome {
+        state.withLock { state in
+            let generation = state.nextGeneration()
+            let submission = state.scheduler.submit(
+                lane: name, inline: false, cost: entry.data.count, work: makeWork(generation))
+            switch submission {
+            case .rejected:
+                return .dropped(
+                    DiskCacheWriteBacklogFull(
+                        queuedJobs: state.scheduler.backlogJobs, queuedBytes: state.scheduler.backlogBytes,
+                        droppedBytes: entry.data.count))
+            case .start(let job):
+                state.pending[name] = DiskCacheState.Pending(generation: generation, entry: entry)
+                return .accepted(job)
+            case .queued:
+                state.pending[name] = DiskCacheState.Pending(generation: generation, entry: entry)
+                return .accepted(nil)
+            }
+        }
+    }
+
+    /// Removes `key` when `cacheType` has `.disk`; queries miss at once, the file goes after any earlier work on
+    /// the same key (never dropped, whatever the backlog).
     public func removeImage(forKey key: String, cacheType: ImageCacheType, completion: (@Sendable () -> Void)?) {
         guard cacheType.contains(.disk) else {
             completion?()
             return
         }
-        let name = DiskFileNaming.fileName(forKey: key)
-        let generation = markPending(name, entry: nil)
-        writeQueue.async {
-            self.performRemove(name: name)
-            self.clearPending(name, generation: generation)
-            completion?()
+        let name = DiskFileNaming.entryName(forKey: key)
+        let submission = state.withLock { state in
+            let generation = state.nextGeneration()
+            state.pending[name] = DiskCacheState.Pending(generation: generation, entry: nil)
+            let work = DiskJobWork {
+                self.performRemove(name: name)
+                self.clearPending(name, generation: generation)
+                return completion
+            }
+            return state.scheduler.submit(lane: name, inline: false, work: work)
         }
+        if case .start(let job) = submission { launch([job]) }
     }
 
     /// Reports `.disk` when `cacheType` has it and an unexpired entry exists; answers on the read pool.
@@ -100,13 +154,13 @@ extension DiskCache {
             }
             return state.nextGeneration()
         }
-        writeQueue.async {
-            self.performRemoveAll()
-            self.state.withLock { state in
-                state.clearsInFlight -= 1
-                state.pending = state.pending.filter { $0.value.generation > generation }
-            }
-            completion?()
-        }
+        submitBarrier(
+            {
+                self.performRemoveAll()
+                self.state.withLock { state in
+                    state.clearsInFlight -= 1
+                    state.pending = state.pending.filter { $0.value.generation > generation }
+                }
+            }, then: completion)
     }
 }

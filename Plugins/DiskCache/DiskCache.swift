@@ -16,16 +16,30 @@ import Synchronization
 /// - The size limit is enforced while the process runs: after a write that takes the known total over
 ///   ``DiskCacheConfiguration/maxDiskSize`` (before that store completes), after
 ///   ``DiskCacheConfiguration/sweepAfterBytesWritten`` bytes, on a timer, and once at start. A sweep trims to
-///   the low-water mark. Several processes may share a directory; each sweep re-reads it, so the limit holds
+///   the low-water mark; with several writers at once, each store still returns only after a sweep that saw
+///   it. Several processes may share a directory; each sweep re-reads it, so the limit holds
 ///   eventually for all of them.
-/// - Garbage, truncated and wrong-key entry files are misses and are removed. In a directory the cache owns (it
-///   created it or found it empty, and marked it) sweeps also remove foreign files and stale temporaries.
+/// - Garbage, truncated, hostile and wrong-key entry files are misses and are removed (the header decoder
+///   throws a typed ``DiskEntryCodecError``, never traps). A file larger than
+///   ``DiskCacheConfiguration/maxEntrySize`` (plus its header) is never read into memory: a miss, removed. A
+///   file changed by someone else while it is read is a miss, never wrong bytes; with
+///   ``DiskCacheConfiguration/verifiesChecksums`` the body is also checked against its checksum. In a
+///   directory the cache owns (it created it or found it empty, and marked it) sweeps also remove foreign files
+///   and stale temporaries.
+/// - Metrics (swift-metrics) and logs (swift-log) report dropped stores and bad entry files; see
+///   ``DiskCacheConfiguration/metricsPrefix``.
 ///
-/// Threading: thread-safe. Writes, removals and sweeps run on one serial queue; asynchronous reads on a bounded
-/// read pool (never the Swift cooperative pool). The blocking methods (``entry(forKey:)``,
-/// ``storeData(_:metadata:forKey:)``, …) block the caller: do not call them from async code without hopping to
-/// a thread you may block. A store that is queued but not yet written is already visible to queries.
-/// Completions run on the cache's queues, never under its lock.
+/// Threading: thread-safe. Asynchronous stores and removals run on the cache's write pool (dedicated threads,
+/// ``DiskCacheConfiguration/writeConcurrency``, never the Swift cooperative pool): work on different entries
+/// runs in parallel, work on one entry one at a time in call order, so two stores of one key land in call
+/// order. A clear, a migration and the blocking sweeps run alone, after everything submitted before them. The
+/// asynchronous write backlog is bounded (``DiskCacheConfiguration/maxWriteBacklog``,
+/// ``DiskCacheConfiguration/maxWriteBacklogBytes``): a store beyond it is dropped with `cacheFailure` and counted.
+/// Asynchronous reads run on a bounded read pool. The blocking methods (``entry(forKey:)``,
+/// ``storeData(_:metadata:forKey:)``, …) do their file work on the caller's thread (after any queued work on the
+/// same entry): do not call them from async code without hopping to a thread you may block, nor from a
+/// completion of this cache. A store that is queued but not yet written is already visible to queries.
+/// Completions run on the cache's threads, never under its lock.
 ///
 /// The fast entry points (for benchmarks) are ``entry(forKey:)`` for a hit and
 /// ``storeData(_:metadata:forKey:)`` for a store; ``sweep()`` for a sweep.
@@ -37,51 +51,66 @@ public final class DiskCache: ImageCacheProtocol, Sendable {
     public let configuration: DiskCacheConfiguration
 
     let store: DiskEntryStore
-    let writeQueue: DispatchQueue
+    let writePool: DiskWritePool
     let readPool: WorkPool
-    let state = Mutex(DiskCacheState())
+    let state: Mutex<DiskCacheState>
+    /// Held while a sweep walks the directory: one sweep at a time.
+    let sweepLock = Mutex(SweepRecord())
+    let metrics: DiskCacheMetrics
     /// Entry files found truncated, garbage or foreign by reads of this instance (tests: a torn write shows here).
     let corruptReads = Atomic<Int>(0)
-    private let onWriteQueue = DispatchSpecificKey<Bool>()
-    private let timer: SweepTimer?
+    private let ticker: (any SweepTicking)?
 
     /// Creates a cache over `configuration.directory`, creating the directory on demand.
     ///
-    /// Schedules a first sweep (which measures the directory) and, when configured, the periodic sweep.
+    /// Schedules a first sweep (which measures the directory; work submitted meanwhile waits for it) and, when
+    /// configured, the periodic sweep.
     public init(configuration: DiskCacheConfiguration = .default) {
         self.configuration = configuration
         let directory = configuration.directory.standardizedFileURL.path
-        store = DiskEntryStore(
+        var store = DiskEntryStore(
             directory: directory.count > 1 && directory.hasSuffix("/") ? String(directory.dropLast()) : directory,
             fs: DiskFileSystem(faults: configuration.faults), maxDiskAge: configuration.maxDiskAge,
             accessTimeGranularity: configuration.accessTimeGranularity, fsyncOnWrite: configuration.fsyncOnWrite,
             stampsWrites: configuration.clock != nil)
-        let writeQueue = DispatchQueue(label: "webimage.diskcache.write", qos: .utility)
-        self.writeQueue = writeQueue
+        store.verifiesChecksums = configuration.verifiesChecksums
+        self.store = store
+        state = Mutex(DiskCacheState(configuration: configuration))
+        writePool = DiskWritePool(label: "webimage.diskcache.write", maxThreads: configuration.writeConcurrency)
         readPool = WorkPool(
             label: "webimage.diskcache.read", maxConcurrent: configuration.readConcurrency, qos: .utility)
-        writeQueue.setSpecific(key: onWriteQueue, value: true)
-        timer = configuration.sweepInterval.map { SweepTimer(queue: writeQueue, interval: $0) }
-        timer?.start { [weak self] in self?.runSweep() }
-        writeQueue.async { [weak self] in self?.runSweep() }
+        metrics = DiskCacheMetrics(prefix: configuration.metricsPrefix, factory: configuration.metricsFactory)
+        ticker = configuration.sweepTicker ?? configuration.sweepInterval.map { SweepTimer(interval: $0) }
+        submitBarrier { [weak self] in self?.runSweep(trigger: .startup) }
+        ticker?.start { [weak self] in
+            guard let self else { return }
+            // Beside the writes, not a barrier: a periodic sweep never holds up stores.
+            self.writePool.submit { [weak self] in self?.runSweep(trigger: .timer) }
+        }
     }
 
-    deinit { timer?.stop() }
+    deinit { ticker?.stop() }
 
     /// The namespace directory.
     public var directory: URL { configuration.directory }
 
     /// The file that holds (or would hold) the entry for `key`.
     public func fileURL(forKey key: String) -> URL {
-        URL(fileURLWithPath: store.path(DiskFileNaming.fileName(forKey: key)))
+        URL(fileURLWithPath: store.path(DiskFileNaming.entryName(forKey: key)))
     }
 
     func now() -> Double { (configuration.clock?() ?? Date()).timeIntervalSince1970 }
 
-    /// Runs `body` on the write queue and waits (inline when already there).
-    func onWriteQueueSync<T>(_ body: () throws -> T) rethrows -> T {
-        if DispatchQueue.getSpecific(key: onWriteQueue) == true { return try body() }
-        return try writeQueue.sync(execute: body)
+    /// Queues `body` as a barrier: it runs alone, after everything submitted before it.
+    func submitBarrier(_ body: @escaping @Sendable () -> Void, then: (@Sendable () -> Void)? = nil) {
+        let work = DiskJobWork {
+            body()
+            return then
+        }
+        switch state.withLock({ $0.scheduler.submit(lane: nil, inline: false, work: work) }) {
+        case .start(let job): launch([job])
+        case .queued, .rejected: break
+        }
     }
 
     // MARK: Blocking API
@@ -92,14 +121,26 @@ public final class DiskCache: ImageCacheProtocol, Sendable {
     /// - Throws: ``ImageCore/ImageError`` `cacheFailure` (stage `cacheQuery`) when the file exists but cannot
     ///   be read (permissions, I/O error); the cause is a ``DiskCacheIOError``.
     public func entry(forKey key: String) throws(ImageError) -> DiskCacheEntry? {
-        let name = DiskFileNaming.fileName(forKey: key)
+        let name = DiskFileNaming.entryName(forKey: key)
         if let pending = pendingValue(name) { return pending.entry }
+        let result: DiskEntryStore.ReadResult
         do {
-            return try store.read(name: name, key: key, now: now()) {
-                corruptReads.add(1, ordering: .relaxed)
-            }
+            result = try store.read(
+                name: name, key: key, now: now(), maxBodySize: configuration.effectiveMaxEntrySize)
         } catch {
             throw Self.failure(error, stage: .cacheQuery)
+        }
+        switch result {
+        case .hit(let entry):
+            return entry
+        case .miss:
+            return nil
+        case .bad(let problem, let detail):
+            if problem == .corrupt { corruptReads.add(1, ordering: .relaxed) }
+            metrics.record(problem)
+            configuration.logger.debug(
+                "disk cache entry is a miss: \(problem)", metadata: ["key": "\(key)", "detail": "\(detail)"])
+            return nil
         }
     }
 
@@ -113,36 +154,36 @@ public final class DiskCache: ImageCacheProtocol, Sendable {
     ///   (disk full, read-only, …) or the entry alone exceeds ``DiskCacheConfiguration/maxDiskSize``; the
     ///   previous entry for `key` is then intact.
     public func storeData(_ data: Data, metadata: CacheEntryMetadata? = nil, forKey key: String) throws(ImageError) {
-        let name = DiskFileNaming.fileName(forKey: key)
-        try onWriteQueueSync { performStore(name: name, key: key, data: data, metadata: metadata) }.get()
+        let name = DiskFileNaming.entryName(forKey: key)
+        try runInline(lane: name) { performStore(name: name, key: key, data: data, metadata: metadata) }.get()
     }
 
     /// True when an unexpired entry for `key` exists (its contents are not checked).
     public func containsData(forKey key: String) -> Bool {
-        let name = DiskFileNaming.fileName(forKey: key)
+        let name = DiskFileNaming.entryName(forKey: key)
         if let pending = pendingValue(name) { return pending.entry != nil }
         return store.contains(name: name, now: now())
     }
 
     /// Removes the entry for `key` and waits.
     public func removeData(forKey key: String) {
-        let name = DiskFileNaming.fileName(forKey: key)
-        onWriteQueueSync { performRemove(name: name) }
+        let name = DiskFileNaming.entryName(forKey: key)
+        runInline(lane: name) { performRemove(name: name) }
     }
 
     /// Removes every entry (and any foreign file) and waits; the directory itself stays.
     public func removeAll() {
-        onWriteQueueSync { performRemoveAll() }
+        runInline(lane: nil) { performRemoveAll() }
     }
 
     /// Removes entries not accessed within ``DiskCacheConfiguration/maxDiskAge`` and waits.
     public func removeExpired() {
-        onWriteQueueSync { runSweep(trim: false) }
+        runInline(lane: nil) { runSweep(trigger: .explicit, trim: false) }
     }
 
     /// Runs a full sweep now (expiry, stale files, size limit down to the low-water mark) and waits.
     public func sweep() {
-        onWriteQueueSync { runSweep() }
+        runInline(lane: nil) { runSweep(trigger: .explicit) }
     }
 
     /// Bytes of the entry files now in the directory (all processes' entries); walks the directory, blocking.
@@ -159,38 +200,15 @@ public final class DiskCache: ImageCacheProtocol, Sendable {
     /// - Throws: ``ImageCore/ImageError`` `cacheFailure` when the old directory cannot be read.
     @discardableResult
     public func migrate(from oldDirectory: URL) throws(ImageError) -> Int {
-        try onWriteQueueSync { performMigration(from: oldDirectory.standardizedFileURL.path) }.get()
+        try runInline(lane: nil) { performMigration(from: oldDirectory.standardizedFileURL.path) }.get()
     }
 
     static func failure(_ error: any Error, stage: ImageError.Stage) -> ImageError {
         if let error = error as? ImageError { return error }
         if let io = error as? DiskCacheIOError { return .cacheFailure(io, stage: stage) }
+        if let codec = error as? DiskEntryCodecError {
+            return ImageError(.cacheFailure, stage: stage, message: "entry header: \(codec)", underlying: codec)
+        }
         return .cacheFailure(SendableErrorBox(error), stage: stage)
     }
-}
-
-/// The periodic sweep: a Dispatch timer on the write queue.
-///
-/// The source sits behind a `Mutex` (Dispatch sources are not `Sendable`); only `start` (from the owner's init)
-/// and `stop` (from its deinit) touch it, and neither runs user code.
-final class SweepTimer: Sendable {
-    private let source: Mutex<any DispatchSourceTimer>
-
-    init(queue: DispatchQueue, interval: TimeInterval) {
-        let timer = DispatchSource.makeTimerSource(queue: queue)
-        let nanoseconds = Int(max(0.01, interval) * 1e9)
-        timer.schedule(
-            deadline: .now() + .nanoseconds(nanoseconds), repeating: .nanoseconds(nanoseconds),
-            leeway: .nanoseconds(nanoseconds / 10))
-        source = Mutex(timer)
-    }
-
-    func start(_ handler: @escaping @Sendable () -> Void) {
-        source.withLock { timer in
-            timer.setEventHandler(handler: handler)
-            timer.resume()
-        }
-    }
-
-    func stop() { source.withLock { $0.cancel() } }
 }

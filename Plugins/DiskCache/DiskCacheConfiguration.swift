@@ -1,4 +1,6 @@
 import Foundation
+import Logging
+import Metrics
 
 /// Where a ``DiskCache`` keeps its files and how it bounds them.
 public struct DiskCacheConfiguration: Sendable {
@@ -26,18 +28,53 @@ public struct DiskCacheConfiguration: Sendable {
     public var fsyncOnWrite: Bool
     /// Reads that run at once on the cache's read pool. Default 4.
     public var readConcurrency: Int
+    /// Stores and removals of different entries that run at once on the cache's write pool. Default: the number
+    /// of active cores. Work on one entry always runs one at a time, in call order.
+    public var writeConcurrency: Int
+    /// The largest body one entry may have. A larger store fails with `cacheFailure`; an entry file on disk
+    /// larger than this (grown or replaced by someone else) is never read into memory: it is a miss and is
+    /// removed. Default 64 MiB (HTTPLoader's default maximum response size); never more than `maxDiskSize` when
+    /// that is set.
+    public var maxEntrySize: Int
+    /// Asynchronous stores (``DiskCache/store(_:data:metadata:forKey:cacheType:completion:)``) queued or being
+    /// written at most. A store beyond this, or beyond ``maxWriteBacklogBytes``, is dropped: its completion gets
+    /// `cacheFailure` caused by ``DiskCacheWriteBacklogFull``, the `…_dropped_stores_total` counter goes up and
+    /// a warning is logged (once per overflow). The previous entry of that key stays. Default 1,024.
+    public var maxWriteBacklog: Int
+    /// Bytes of asynchronous stores queued or being written at most (see ``maxWriteBacklog``). Default 64 MiB.
+    /// A single store larger than this is still taken when nothing else is queued.
+    public var maxWriteBacklogBytes: Int
+    /// Check every hit's body against the checksum (XXH64) written in its header. Off by default: it costs
+    /// about a third of a raw read of the file. The cache's own writers (in any process) publish whole files
+    /// by rename, and a truncation or a change during a read is detected without it (a miss, never wrong
+    /// bytes); what only the checksum catches is a body damaged at rest or overwritten in place, without
+    /// truncation, by another program while it is read — turn it on when something else writes the directory.
+    /// A mismatch is a miss and the file is removed.
+    public var verifiesChecksums = false
+    /// Where the cache logs: a warning when stores are dropped, debug for entries found corrupt, too large or
+    /// changed while being read.
+    public var logger = Logger(label: "webimage.diskcache")
+    /// The metrics backend; nil uses the process-wide `MetricsSystem` factory.
+    public var metricsFactory: (any MetricsFactory)?
+    /// Prefix of every metric label (default `webimage_disk`).
+    public var metricsPrefix = "webimage_disk"
 
     /// Test seam: makes chosen file operations fail.
     var faults: DiskFaultInjector?
     /// Test seam: the wall clock used for access times and expiry (nil: the system clock).
     var clock: (@Sendable () -> Date)?
+    /// Test seam: drives the periodic sweep instead of a Dispatch timer (used even when `sweepInterval` is nil).
+    var sweepTicker: (any SweepTicking)?
+    /// Test seam: told after every sweep, with what started it.
+    var onSweep: (@Sendable (SweepTrigger, SweepReport) -> Void)?
 
     /// Creates a configuration for `namespace` under ``defaultDirectory(namespace:)``, or in `directory`.
     public init(
         namespace: String = "webimage", directory: URL? = nil, maxDiskAge: TimeInterval? = 7 * 24 * 3600,
         maxDiskSize: Int = 1 << 30, lowWaterFraction: Double = 0.8, sweepInterval: TimeInterval? = 60,
         sweepAfterBytesWritten: Int? = nil, accessTimeGranularity: TimeInterval = 60, fsyncOnWrite: Bool = false,
-        readConcurrency: Int = 4
+        readConcurrency: Int = 4, writeConcurrency: Int? = nil, maxEntrySize: Int = 64 << 20,
+        maxWriteBacklog: Int = 1024, maxWriteBacklogBytes: Int = 64 << 20
     ) {
         self.directory = directory ?? Self.defaultDirectory(namespace: namespace)
         self.maxDiskAge = maxDiskAge
@@ -48,6 +85,10 @@ public struct DiskCacheConfiguration: Sendable {
         self.accessTimeGranularity = max(0, accessTimeGranularity)
         self.fsyncOnWrite = fsyncOnWrite
         self.readConcurrency = max(1, readConcurrency)
+        self.writeConcurrency = max(1, writeConcurrency ?? ProcessInfo.processInfo.activeProcessorCount)
+        self.maxEntrySize = max(0, maxEntrySize)
+        self.maxWriteBacklog = max(1, maxWriteBacklog)
+        self.maxWriteBacklogBytes = max(0, maxWriteBacklogBytes)
     }
 
     /// The default configuration (namespace `webimage`).
@@ -68,4 +109,7 @@ public struct DiskCacheConfiguration: Sendable {
 
     /// The size a sweep over the limit trims down to.
     var lowWaterMark: Int { Int(Double(maxDiskSize) * lowWaterFraction) }
+
+    /// The body size limit in effect: ``maxEntrySize``, and never more than ``maxDiskSize`` when that is set.
+    var effectiveMaxEntrySize: Int { maxDiskSize > 0 ? min(maxEntrySize, maxDiskSize) : maxEntrySize }
 }

@@ -1,6 +1,16 @@
 import Foundation
 import ImageCore
 
+/// What the shell does for one scheduled job.
+struct DiskJobWork: Sendable {
+    /// Pool jobs: does the work and returns what to call once the job is recorded as finished (the caller's
+    /// completion, so a completion may call the cache again without waiting on its own job). Inline jobs: wakes
+    /// the blocked caller, returns nil.
+    let perform: @Sendable () -> (@Sendable () -> Void)?
+}
+
+typealias DiskJob = DiskWriteScheduler<DiskEntryName, DiskJobWork>.Job
+
 /// The in-memory bookkeeping of a ``DiskCache``, kept in its `Mutex`.
 struct DiskCacheState {
     /// A write or removal queued but not yet done, so queries see it at once.
@@ -10,15 +20,27 @@ struct DiskCacheState {
         let entry: DiskCacheEntry?
     }
 
+    /// The order of the write work.
+    var scheduler: DiskWriteScheduler<DiskEntryName, DiskJobWork>
     /// Entry bytes in the directory as of the last sweep, plus this process's writes since.
     var trackedSize = 0
     /// Bytes written since the last sweep.
     var bytesSinceSweep = 0
+    /// Writes published so far (their sequence numbers); a sweep that started at `n` saw the first `n`.
+    var writeSequence: UInt64 = 0
+    /// A sweep is walking the directory; writes meanwhile are also counted in `writtenDuringSweep`.
+    var sweeping = false
+    var writtenDuringSweep = 0
     /// Queued stores and removals by file name.
-    var pending: [String: Pending] = [:]
+    var pending: [DiskEntryName: Pending] = [:]
     /// Clears queued but not yet done: until then, keys without a pending store are misses.
     var clearsInFlight = 0
     var generation: UInt64 = 0
+
+    init(configuration: DiskCacheConfiguration) {
+        scheduler = DiskWriteScheduler(
+            maxBacklogJobs: configuration.maxWriteBacklog, maxBacklogBytes: configuration.maxWriteBacklogBytes)
+    }
 
     mutating func nextGeneration() -> UInt64 {
         generation &+= 1
@@ -26,27 +48,24 @@ struct DiskCacheState {
     }
 }
 
+/// The last trimming sweep, kept under the sweep lock.
+struct SweepRecord {
+    /// `writeSequence` when the last sweep that enforced the size limit started listing the directory.
+    var lastTrimStart: UInt64 = 0
+}
+
 extension DiskCache {
     /// What a query should answer for `name` before touching the disk: `.some(entry or nil)` when a store,
     /// removal or clear is queued; nil to read the file.
-    func pendingValue(_ name: String) -> DiskCacheState.Pending? {
+    func pendingValue(_ name: DiskEntryName) -> DiskCacheState.Pending? {
         state.withLock { state in
             if let pending = state.pending[name] { return pending }
             return state.clearsInFlight > 0 ? DiskCacheState.Pending(generation: 0, entry: nil) : nil
         }
     }
 
-    /// Records a queued store or removal; returns its generation.
-    func markPending(_ name: String, entry: DiskCacheEntry?) -> UInt64 {
-        state.withLock { state in
-            let generation = state.nextGeneration()
-            state.pending[name] = DiskCacheState.Pending(generation: generation, entry: entry)
-            return generation
-        }
-    }
-
     /// Forgets the pending record of `name` if no later operation replaced it.
-    func clearPending(_ name: String, generation: UInt64) {
+    func clearPending(_ name: DiskEntryName, generation: UInt64) {
         state.withLock { state in
             if state.pending[name]?.generation == generation { state.pending[name] = nil }
         }
@@ -62,58 +81,129 @@ extension DiskCache {
         return written
     }
 
-    // MARK: Work on the write queue
+    // MARK: Scheduling
+
+    /// Starts jobs the scheduler released: inline ones wake their caller, the others go to the write pool.
+    func launch(_ jobs: [DiskJob]) {
+        for job in jobs {
+            if job.inline {
+                _ = job.work.perform()
+                continue
+            }
+            writePool.submit {
+                let then = job.work.perform()
+                self.finished(job)
+                then?()
+            }
+        }
+    }
+
+    /// Records that `job` finished and starts what may run next.
+    func finished(_ job: DiskJob) {
+        launch(state.withLock { $0.scheduler.finish(job) })
+    }
+
+    /// Runs `body` on the caller's thread as an inline job of `lane` (nil: a barrier), after waiting its turn.
+    func runInline<T>(lane: DiskEntryName?, _ body: () throws -> T) rethrows -> T {
+        let waiter = DispatchSemaphore(value: 0)
+        let work = DiskJobWork {
+            waiter.signal()
+            return nil
+        }
+        let job: DiskJob
+        switch state.withLock({ $0.scheduler.submit(lane: lane, inline: true, work: work) }) {
+        case .start(let started):
+            job = started
+        case .queued(let queued):
+            waiter.wait()
+            job = queued
+        case .rejected:
+            // The scheduler never rejects inline jobs; run unordered rather than not at all.
+            return try body()
+        }
+        defer { finished(job) }
+        return try body()
+    }
+
+    // MARK: Work
 
     /// Writes one entry, then sweeps when the known total passed the limit or enough bytes were written.
-    func performStore(name: String, key: String, data: Data, metadata: CacheEntryMetadata?) -> Result<Void, ImageError>
-    {
+    ///
+    /// Runs on a write-pool thread or a blocking caller's, as a job of the entry's lane; when it returns with
+    /// success and the cache has a size limit, a sweep that saw this entry has enforced the limit.
+    func performStore(
+        name: DiskEntryName, key: String, data: Data, metadata: CacheEntryMetadata?
+    ) -> Result<Void, ImageError> {
         let now = now()
         let limit = configuration.maxDiskSize
-        let written = metadataToWrite(metadata, key: key, now: now)
-        if limit > 0 && data.count > limit {
+        let maxEntry = configuration.effectiveMaxEntrySize
+        if data.count > maxEntry {
             return .failure(
                 ImageError(
                     .cacheFailure, stage: .cacheStore,
-                    message: "entry of \(data.count) bytes exceeds maxDiskSize \(limit)"))
+                    message: "entry of \(data.count) bytes exceeds the entry size limit of \(maxEntry) bytes"))
         }
+        let written = metadataToWrite(metadata, key: key, now: now)
         let sizes: (written: Int, replaced: Int)
         do {
-            sizes = try store.write(name: name, data: data, metadata: written, now: now)
+            sizes = try store.write(name: name, data: data, metadata: written, now: now, measuresReplaced: limit > 0)
         } catch {
             return .failure(Self.failure(error, stage: .cacheStore))
         }
         let afterBytes = configuration.sweepAfterBytesWritten
-        let needsSweep = state.withLock { state -> Bool in
+        let (sequence, needsSweep) = state.withLock { state -> (UInt64, Bool) in
+            state.writeSequence &+= 1
             state.trackedSize += sizes.written - sizes.replaced
             state.bytesSinceSweep += sizes.written
-            return (limit > 0 && state.trackedSize > limit) || state.bytesSinceSweep >= afterBytes
+            if state.sweeping { state.writtenDuringSweep += sizes.written - sizes.replaced }
+            let needed = (limit > 0 && state.trackedSize > limit) || state.bytesSinceSweep >= afterBytes
+            return (state.writeSequence, needed)
         }
-        if needsSweep { runSweep() }
+        if needsSweep { runSweep(trigger: .writes, covering: sequence) }
         return .success(())
     }
 
-    func performRemove(name: String) {
+    func performRemove(name: DiskEntryName) {
         guard let removed = try? store.remove(name: name), removed > 0 else { return }
         state.withLock { $0.trackedSize = max(0, $0.trackedSize - removed) }
     }
 
     func performRemoveAll() {
-        let report = try? store.sweep(now: now(), maxSize: 0, lowWater: 0, removeEverything: true)
-        state.withLock {
-            $0.trackedSize = report?.totalSize ?? 0
-            $0.bytesSinceSweep = 0
+        sweepLock.withLock { _ in
+            let report = try? store.sweep(now: now(), maxSize: 0, lowWater: 0, removeEverything: true)
+            state.withLock {
+                $0.trackedSize = report?.totalSize ?? 0
+                $0.bytesSinceSweep = 0
+            }
         }
     }
 
     /// Sweeps the directory and resynchronizes the tracked size with what is really there.
-    func runSweep(trim: Bool = true) {
-        let report = try? store.sweep(
-            now: now(), maxSize: trim ? configuration.maxDiskSize : 0, lowWater: configuration.lowWaterMark)
-        guard let report else { return }
-        state.withLock {
-            $0.trackedSize = report.totalSize
-            $0.bytesSinceSweep = 0
+    ///
+    /// Sweeps run one at a time (the sweep lock) but beside stores. With `covering`, the sweep is skipped when a
+    /// trimming sweep that started after write number `covering` was published has run meanwhile: that one saw
+    /// the write and enforced the limit.
+    func runSweep(trigger: SweepTrigger, trim: Bool = true, covering: UInt64? = nil) {
+        let report = sweepLock.withLock { record -> SweepReport? in
+            if let covering, record.lastTrimStart >= covering { return nil }
+            let start = state.withLock { state -> UInt64 in
+                state.sweeping = true
+                state.writtenDuringSweep = 0
+                return state.writeSequence
+            }
+            let report = try? store.sweep(
+                now: now(), maxSize: trim ? configuration.maxDiskSize : 0, lowWater: configuration.lowWaterMark)
+            state.withLock { state in
+                state.sweeping = false
+                // Writes published during the walk may or may not be in the report: count them again (an
+                // over-estimate only brings the next sweep forward).
+                if let report { state.trackedSize = report.totalSize + state.writtenDuringSweep }
+                state.bytesSinceSweep = state.writtenDuringSweep
+            }
+            if trim && report != nil { record.lastTrimStart = start }
+            return report
         }
+        if let report { configuration.onSweep?(trigger, report) }
     }
 
     func performMigration(from oldDirectory: String) -> Result<Int, ImageError> {
@@ -136,18 +226,23 @@ extension DiskCache {
             _ = try? store.fs.remove(old.path(DiskEntryStore.markerName))
         }
         rmdir(oldDirectory)
-        runSweep()
+        runSweep(trigger: .migration)
         return .success(moved)
     }
 
     /// Moves one old entry: rename when it is valid and new here, else leave or drop it.
     private func migrateEntry(_ item: DirectoryItem, from old: DiskEntryStore) -> Bool {
         let oldPath = old.path(item.name)
-        guard let data = FileManager.default.contents(atPath: oldPath),
-            let metadata = data.withUnsafeBytes({ DiskEntryCodec.parse($0)?.metadata }),
+        let maxEntry = configuration.effectiveMaxEntrySize
+        // Never read a file larger than an entry may be.
+        guard item.size - DiskEntryCodec.fixedHeaderSize - DiskEntryCodec.maxMetadataSize <= maxEntry,
+            let data = FileManager.default.contents(atPath: oldPath),
+            let metadata = data.withUnsafeBytes({ DiskEntryCodec.parse($0, maxBodySize: maxEntry)?.metadata }),
             let key = metadata.originalKey
         else { return false }
-        let name = DiskFileNaming.fileName(forKey: key)
+        let name = DiskFileNaming.entryName(forKey: key)
+        // A file not named after the key it holds is not an entry of that key.
+        guard name.fileName == item.name else { return false }
         if store.contains(name: name, now: now()) {
             _ = try? store.fs.remove(oldPath)
             return false
@@ -157,7 +252,9 @@ extension DiskCache {
             try store.fs.move(oldPath, to: store.path(name))
         } catch {
             // Another file system (EXDEV) or a name clash: copy through a temporary file instead.
-            guard let entry = try? old.read(name: item.name, key: key, now: item.accessTime),
+            guard
+                case .hit(let entry)? = try? old.read(
+                    name: name, key: key, now: item.accessTime, maxBodySize: maxEntry),
                 (try? store.write(name: name, data: entry.data, metadata: metadata, now: now())) != nil
             else { return false }
             _ = try? store.fs.remove(oldPath)

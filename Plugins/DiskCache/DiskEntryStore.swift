@@ -38,46 +38,103 @@ struct DiskEntryStore: Sendable {
     static let markerName = ".webimage-cache"
 
     let directory: String
+    /// `directory` as bytes, for paths built on the stack.
+    let directoryBytes: [UInt8]
     let fs: DiskFileSystem
     let maxDiskAge: TimeInterval?
     let accessTimeGranularity: TimeInterval
     let fsyncOnWrite: Bool
     /// True when a test clock is in use, so writes stamp the access time themselves.
     let stampsWrites: Bool
+    /// Hits check the body against the checksum in the header.
+    var verifiesChecksums = false
+
+    init(
+        directory: String, fs: DiskFileSystem, maxDiskAge: TimeInterval?, accessTimeGranularity: TimeInterval,
+        fsyncOnWrite: Bool, stampsWrites: Bool
+    ) {
+        self.directory = directory
+        directoryBytes = Array(directory.utf8)
+        self.fs = fs
+        self.maxDiskAge = maxDiskAge
+        self.accessTimeGranularity = accessTimeGranularity
+        self.fsyncOnWrite = fsyncOnWrite
+        self.stampsWrites = stampsWrites
+    }
 
     func path(_ name: String) -> String { directory + "/" + name }
+    func path(_ name: DiskEntryName) -> String { directory + "/" + name.fileName }
 
     // MARK: Read
 
-    /// Reads the entry file `name` for `key`; nil on a miss. Expired, truncated, garbage and foreign-key files
-    /// are misses and are removed; `onCorrupt` is called for the last three.
-    func read(name: String, key: String, now: Double, onCorrupt: () -> Void = {}) throws -> DiskCacheEntry? {
-        let path = path(name)
-        guard let fd = try fs.openForReading(path) else { return nil }
-        defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0 else { throw DiskCacheIOError(operation: "fstat", path: path, errno: errno) }
-        let size = Int(info.st_size)
-        let accessTime = info.st_mtim.seconds
-        if let maxDiskAge, now - accessTime > maxDiskAge {
-            removeIfUnchanged(path, info)
-            return nil
+    /// What a read of one entry file found.
+    enum ReadResult {
+        case hit(DiskCacheEntry)
+        /// Absent or expired.
+        case miss
+        /// Not served, for this reason (a corrupt or oversize file was also removed).
+        case bad(DiskReadProblem, detail: String)
+    }
+
+    /// Reads the entry file `name` for `key` into memory, never more than `maxBodySize` body bytes (plus the
+    /// header).
+    ///
+    /// Expired files are misses and are removed. Garbage, truncated, hostile and foreign-key files are `.corrupt`
+    /// and removed; files larger than the cap are `.oversize` and removed without being read. A file changed by
+    /// someone else while it is read (truncated, rewritten in place, its times set) is read once more; changed
+    /// again, it is `.changed` and left alone (the rename of a new entry replaces it). So the bytes returned are
+    /// always one whole entry file as it was between two `fstat`s with equal size, modification and change
+    /// times: the rename of a whole entry (which every writer of this cache uses) is atomic, and an in-place
+    /// change moves the change time (on Linux 6.13+ with multigrain timestamps — ext4, xfs, btrfs, tmpfs —
+    /// even within one timer tick).
+    func read(name: DiskEntryName, key: String, now: Double, maxBodySize: Int) throws -> ReadResult {
+        try name.withPath(in: directoryBytes) { path in
+            let first = try readOnce(path: path, key: key, now: now, maxBodySize: maxBodySize)
+            guard case .bad(.changed, _) = first else { return first }
+            return try readOnce(path: path, key: key, now: now, maxBodySize: maxBodySize)
         }
-        guard size >= DiskEntryCodec.fixedHeaderSize, (info.st_mode & S_IFMT) == S_IFREG else {
-            onCorrupt()
-            removeIfUnchanged(path, info)
-            return nil
+    }
+
+    /// One attempt. `path` is a C string on the stack: a String of it is made only for errors and removals.
+    private func readOnce(path: UnsafePointer<CChar>, key: String, now: Double, maxBodySize: Int) throws
+        -> ReadResult
+    {
+        guard let fd = try fs.openForReading(path) else { return .miss }
+        defer { close(fd) }
+        let before = try fs.status(of: fd, path: path)
+        let size = Int(before.st_size)
+        let accessTime = before.st_mtim.seconds
+        if let maxDiskAge, now - accessTime > maxDiskAge {
+            removeIfUnchanged(String(cString: path), before)
+            return .miss
+        }
+        guard (before.st_mode & S_IFMT) == S_IFREG, size >= DiskEntryCodec.fixedHeaderSize else {
+            removeIfUnchanged(String(cString: path), before)
+            return .bad(.corrupt, detail: "not a regular file of at least a header (\(size) bytes)")
+        }
+        // Subtractions, so a cap of Int.max cannot overflow.
+        guard size - DiskEntryCodec.fixedHeaderSize - DiskEntryCodec.maxMetadataSize <= maxBodySize else {
+            removeIfUnchanged(String(cString: path), before)
+            return .bad(.oversize, detail: "\(size) bytes on disk, entry size limit \(maxBodySize)")
         }
         let base = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 16)
         var handedOff = false
         defer { if !handedOff { base.deallocate() } }
-        guard try fs.readAll(fd, into: base, count: size, path: path),
-            let parsed = DiskEntryCodec.parse(UnsafeRawBufferPointer(start: base, count: size)),
-            parsed.metadata.originalKey == key
-        else {
-            onCorrupt()
-            removeIfUnchanged(path, info)
-            return nil
+        guard try fs.readAll(fd, into: base, count: size, path: path) else {
+            return .bad(.changed, detail: "shorter than its size when read")
+        }
+        let after = try fs.status(of: fd, path: path)
+        guard after.st_size == before.st_size, after.st_mtim.isSame(as: before.st_mtim),
+            after.st_ctim.isSame(as: before.st_ctim)
+        else { return .bad(.changed, detail: "modified while read") }
+        let parsed: (metadata: CacheEntryMetadata, bodyOffset: Int)
+        do {
+            parsed = try DiskEntryCodec.decode(
+                UnsafeRawBufferPointer(start: base, count: size), maxBodySize: maxBodySize, expectedKey: key,
+                verifiesChecksum: verifiesChecksums)
+        } catch {
+            removeIfUnchanged(String(cString: path), before)
+            return .bad(.corrupt, detail: "\(error)")
         }
         var metadata = parsed.metadata
         let offset = parsed.bodyOffset
@@ -88,17 +145,22 @@ struct DiskEntryStore: Sendable {
             metadata.lastAccess = Date(timeIntervalSince1970: accessTime)
         }
         let bodyCount = size - offset
-        guard bodyCount > 0 else { return DiskCacheEntry(data: Data(), metadata: metadata) }
-        // Hand the buffer to Data without copying; the deallocator finds the allocation from the body pointer.
+        guard bodyCount > 0 else { return .hit(DiskCacheEntry(data: Data(), metadata: metadata)) }
+        // Hand the buffer to Data without copying. The header before the body is parsed and no longer needed:
+        // its last 8 bytes (offset ≥ 17) keep the allocation's address, so the deallocator captures nothing.
         handedOff = true
+        let body = base + offset
+        (body - 8).storeBytes(of: base, toByteOffset: 0, as: UnsafeMutableRawPointer.self)
         let data = Data(
-            bytesNoCopy: base + offset, count: bodyCount,
-            deallocator: .custom { body, _ in (body - offset).deallocate() })
-        return DiskCacheEntry(data: data, metadata: metadata)
+            bytesNoCopy: body, count: bodyCount,
+            deallocator: .custom { body, _ in
+                (body - 8).loadUnaligned(as: UnsafeMutableRawPointer.self).deallocate()
+            })
+        return .hit(DiskCacheEntry(data: data, metadata: metadata))
     }
 
     /// True when `name` exists as a regular file that has not expired.
-    func contains(name: String, now: Double) -> Bool {
+    func contains(name: DiskEntryName, now: Double) -> Bool {
         guard let info = try? fs.status(path(name)), (info.st_mode & S_IFMT) == S_IFREG else { return false }
         if let maxDiskAge, now - info.st_mtim.seconds > maxDiskAge { return false }
         return true
@@ -114,28 +176,38 @@ struct DiskEntryStore: Sendable {
 
     // MARK: Write
 
-    /// Writes an entry atomically: a temporary file in the directory, then a rename over `name`.
+    /// Writes an entry atomically: a temporary file in the directory (header and body in one `writev`), then a
+    /// rename over `name`.
     ///
     /// On any failure the temporary file is removed and the previous entry is untouched. Recreates the directory
     /// when it was deleted.
-    /// - Returns: bytes written and bytes of the entry it replaced.
-    func write(name: String, data: Data, metadata: CacheEntryMetadata, now: Double) throws -> (
-        written: Int, replaced: Int
-    ) {
-        let header = DiskEntryCodec.header(for: metadata, bodyLength: data.count)
-        let temporary = path(DiskFileNaming.temporaryName())
+    /// - Parameter measuresReplaced: `lstat` the entry being replaced, for size accounting (only needed when
+    ///   the cache has a size limit).
+    /// - Returns: bytes written and bytes of the entry it replaced (0 when not measured).
+    /// - Throws: ``DiskCacheIOError``, or ``DiskEntryCodecError`` when the metadata cannot be encoded.
+    func write(
+        name: DiskEntryName, data: Data, metadata: CacheEntryMetadata, now: Double, measuresReplaced: Bool = true
+    )
+        throws -> (written: Int, replaced: Int)
+    {
+        let checksum = data.withUnsafeBytes { XXH64.hash($0) }
+        let header = try DiskEntryCodec.header(for: metadata, bodyLength: data.count, bodyChecksum: checksum)
+        var temporary = path(DiskFileNaming.temporaryName())
         let fd: Int32
         do {
             fd = try fs.createExclusive(temporary)
-        } catch let error as DiskCacheIOError where error.errno == ENOENT {
-            try makeOwnedDirectory()
+        } catch let error as DiskCacheIOError where error.errno == ENOENT || error.errno == EEXIST {
+            // The directory was deleted under us (recreate it), or a leftover holds the name (take another).
+            if error.errno == ENOENT { try makeOwnedDirectory() }
+            temporary = path(DiskFileNaming.temporaryName())
             fd = try fs.createExclusive(temporary)
         }
         var published = false
         defer { if !published { _ = try? fs.remove(temporary) } }
         do {
-            try header.withUnsafeBytes { try fs.writeAll(fd, $0, path: temporary) }
-            try data.withUnsafeBytes { try fs.writeAll(fd, $0, path: temporary) }
+            try header.withUnsafeBytes { head in
+                try data.withUnsafeBytes { body in try fs.writeAll(fd, head, body, path: temporary) }
+            }
             if stampsWrites { fs.setAccessTime(fd, to: now) }
             if fsyncOnWrite { try fs.sync(fd, path: temporary) }
         } catch {
@@ -144,7 +216,7 @@ struct DiskEntryStore: Sendable {
         }
         try fs.closeChecked(fd, path: temporary)
         let final = path(name)
-        let replaced = (try? fs.status(final)).flatMap { $0 }.map { Int($0.st_size) } ?? 0
+        let replaced = measuresReplaced ? ((try? fs.status(final)).flatMap { $0 }.map { Int($0.st_size) } ?? 0) : 0
         try fs.move(temporary, to: final)
         published = true
         if fsyncOnWrite { syncDirectory() }
@@ -170,7 +242,7 @@ struct DiskEntryStore: Sendable {
     }
 
     /// Removes entry `name`; returns the bytes it held (0 when absent).
-    func remove(name: String) throws -> Int {
+    func remove(name: DiskEntryName) throws -> Int {
         let path = path(name)
         guard let info = try fs.status(path) else { return 0 }
         return try fs.remove(path) ? Int(info.st_size) : 0

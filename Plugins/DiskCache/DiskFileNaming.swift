@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import Synchronization
 
 /// File names of cache entries: the SHA-256 of the key in lowercase hex, plus the key's path extension when it
 /// is 1 to 5 characters of `[a-z0-9]` (after lowercasing), so any key — with `/`, `..`, NUL, emoji or 10 KB
@@ -9,50 +10,102 @@ enum DiskFileNaming {
     /// Prefix of in-flight temporary files; the sweep removes stale ones.
     static let temporaryPrefix = ".tmp-"
 
-    private static let hexDigits = Array("0123456789abcdef".utf8)
+    @inline(__always)
+    private static func hexDigit(_ nibble: UInt8) -> UInt8 { nibble < 10 ? 48 + nibble : 87 + nibble }
 
     /// The entry file name for `key`.
-    static func fileName(forKey key: String) -> String {
-        let digest = SHA256.hash(data: Data(key.utf8))
-        let ext = pathExtension(of: key)
-        let length = 64 + (ext.map { $0.utf8.count + 1 } ?? 0)
-        return String(unsafeUninitializedCapacity: length) { buffer in
-            var index = 0
-            for byte in digest {
-                buffer[index] = hexDigits[Int(byte >> 4)]
-                buffer[index + 1] = hexDigits[Int(byte & 0x0f)]
-                index += 2
-            }
-            if let ext {
-                buffer[index] = UInt8(ascii: ".")
-                index += 1
-                for byte in ext.utf8 {
-                    buffer[index] = byte
-                    index += 1
+    static func fileName(forKey key: String) -> String { entryName(forKey: key).fileName }
+
+    /// The compact name of the entry for `key` (hashes the key once).
+    static func entryName(forKey key: String) -> DiskEntryName {
+        var key = key
+        return key.withUTF8 { utf8 in
+            let digest = SHA256.hash(data: UnsafeRawBufferPointer(utf8))
+            var packed: UInt64 = 0
+            if let range = pathExtensionRange(of: utf8) {
+                for (shift, position) in range.enumerated() {
+                    let byte = utf8[position]
+                    let lower = byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte + 32 : byte
+                    packed |= UInt64(lower) << (8 * UInt64(shift))
                 }
             }
-            return index
+            return digest.withUnsafeBytes { raw in
+                DiskEntryName(
+                    d0: raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self),
+                    d1: raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self),
+                    d2: raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self),
+                    d3: raw.loadUnaligned(fromByteOffset: 24, as: UInt64.self), ext: packed)
+            }
         }
+    }
+
+    /// Writes the file name of `name` (64 hex digits, then `.` and the extension if any) at `buffer`; returns the
+    /// number of bytes written (at most ``DiskEntryName/maxFileNameLength``).
+    static func writeFileName(_ name: DiskEntryName, into buffer: UnsafeMutableBufferPointer<UInt8>) -> Int {
+        var index = 0
+        withUnsafeBytes(of: (name.d0, name.d1, name.d2, name.d3)) { digest in
+            for byte in digest {
+                buffer[index] = hexDigit(byte >> 4)
+                buffer[index + 1] = hexDigit(byte & 0x0f)
+                index += 2
+            }
+        }
+        var ext = name.ext
+        if ext != 0 {
+            buffer[index] = UInt8(ascii: ".")
+            index += 1
+            while ext != 0 {
+                buffer[index] = UInt8(truncatingIfNeeded: ext)
+                ext >>= 8
+                index += 1
+            }
+        }
+        return index
     }
 
     /// The extension of the key's path (query and fragment ignored), lowercased, when it is short and
     /// alphanumeric; nil otherwise.
     static func pathExtension(of key: String) -> String? {
-        var path = Substring(key)
-        if let end = path.firstIndex(where: { $0 == "?" || $0 == "#" }) { path = path[..<end] }
-        if let slash = path.lastIndex(of: "/") { path = path[path.index(after: slash)...] }
-        guard let dot = path.lastIndex(of: ".") else { return nil }
-        let candidate = path[path.index(after: dot)...].utf8
-        guard (1...maxExtensionLength).contains(candidate.count) else { return nil }
-        var result: [UInt8] = []
-        for byte in candidate {
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"): result.append(byte)
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"): result.append(byte + 32)
+        var key = key
+        return key.withUTF8 { utf8 in
+            pathExtensionRange(of: utf8).map { range in
+                String(decoding: utf8[range].map { $0 >= 65 && $0 <= 90 ? $0 + 32 : $0 }, as: UTF8.self)
+            }
+        }
+    }
+
+    /// Where the extension sits in the key's bytes: after the last `.` of the last path segment (before any `?`
+    /// or `#`), 1 to ``maxExtensionLength`` ASCII letters or digits. The delimiters are ASCII, which UTF-8 never
+    /// uses inside a multi-byte character, so a byte scan finds exactly them.
+    private static func pathExtensionRange(of utf8: UnsafeBufferPointer<UInt8>) -> Range<Int>? {
+        var end = utf8.count
+        for index in 0..<utf8.count where utf8[index] == UInt8(ascii: "?") || utf8[index] == UInt8(ascii: "#") {
+            end = index
+            break
+        }
+        var dot: Int?
+        var index = end - 1
+        while index >= 0 {
+            let byte = utf8[index]
+            if byte == UInt8(ascii: "/") { break }
+            if byte == UInt8(ascii: ".") {
+                dot = index
+                break
+            }
+            index -= 1
+        }
+        guard let dot else { return nil }
+        let range = (dot + 1)..<end
+        guard (1...maxExtensionLength).contains(range.count) else { return nil }
+        for position in range {
+            switch utf8[position] {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"):
+                continue
             default: return nil
             }
         }
-        return String(decoding: result, as: UTF8.self)
+        return range
     }
 
     /// True when `name` has the shape of an entry file name.
@@ -73,10 +126,52 @@ enum DiskFileNaming {
         }
     }
 
-    /// A fresh temporary file name (random, so concurrent writers and processes never collide).
+    /// A fresh temporary file name: a random prefix drawn once per process (processes sharing the directory, in
+    /// any pid namespace, never collide) and a counter (threads never collide); no system call per name.
     static func temporaryName() -> String {
+        temporaryPrefixOfProcess + String(temporaryCounter.wrappingAdd(1, ordering: .relaxed).oldValue, radix: 36)
+    }
+
+    private static let temporaryPrefixOfProcess: String = {
         var generator = SystemRandomNumberGenerator()
-        let random = (0..<2).map { _ in String(generator.next() as UInt64, radix: 16) }.joined(separator: "")
-        return temporaryPrefix + random
+        return temporaryPrefix + String(generator.next() as UInt64, radix: 36) + "-"
+    }()
+
+    private static let temporaryCounter = Atomic<UInt64>(0)
+}
+
+/// The name of an entry file in compact form: the SHA-256 of its key and its extension (at most 5 ASCII bytes,
+/// packed little-endian; 0 for none). Hashable and cheap to copy, so the cache keys its bookkeeping by it, and
+/// a hit builds the file's path on the stack instead of in Strings.
+struct DiskEntryName: Hashable, Sendable {
+    let d0: UInt64
+    let d1: UInt64
+    let d2: UInt64
+    let d3: UInt64
+    let ext: UInt64
+
+    /// 64 hex digits, a dot and 5 extension bytes.
+    static let maxFileNameLength = 70
+
+    /// The file name as a String.
+    var fileName: String {
+        String(unsafeUninitializedCapacity: Self.maxFileNameLength) { DiskFileNaming.writeFileName(self, into: $0) }
+    }
+
+    /// Calls `body` with the NUL-terminated path `<directory>/<file name>`, built in a temporary buffer.
+    func withPath<R>(in directory: [UInt8], _ body: (UnsafePointer<CChar>) throws -> R) rethrows -> R {
+        try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: directory.count + Self.maxFileNameLength + 2) {
+            buffer in
+            var index = 0
+            for byte in directory {
+                buffer[index] = byte
+                index += 1
+            }
+            buffer[index] = UInt8(ascii: "/")
+            index += 1
+            index += DiskFileNaming.writeFileName(self, into: UnsafeMutableBufferPointer(rebasing: buffer[index...]))
+            buffer[index] = 0
+            return try buffer.withMemoryRebound(to: CChar.self) { try body($0.baseAddress!) }
+        }
     }
 }

@@ -28,21 +28,71 @@ enum DiskOperation: String, Sendable, Hashable {
     case open, create, write, fsync, close, rename, unlink, mkdir, read, stat, readdir
 }
 
-/// A test seam: makes chosen operations fail with a chosen `errno`, as a full or read-only disk would.
+/// A test seam: makes chosen operations fail with a chosen `errno`, as a full or read-only disk would, or
+/// holds them at a gate.
 ///
 /// Thread-safe (a `Mutex` holds the rules). Used through ``DiskCacheConfiguration``'s internal `faults`.
 final class DiskFaultInjector: Sendable {
     private let rules = Mutex<[DiskOperation: Int32]>([:])
+    private let gates = Mutex<[DiskOperation: DiskGate]>([:])
 
     /// Makes `operation` fail with `errno` until cleared.
     func fail(_ operation: DiskOperation, errno: Int32) { rules.withLock { $0[operation] = errno } }
-    /// Removes every rule.
+    /// Removes every rule (gates stay until opened).
     func clear() { rules.withLock { $0 = [:] } }
 
+    /// Holds every thread that reaches `operation` until the returned gate is opened.
+    func hold(_ operation: DiskOperation) -> DiskGate {
+        let gate = DiskGate()
+        gates.withLock { $0[operation] = gate }
+        return gate
+    }
+
     func check(_ operation: DiskOperation, _ path: String) throws(DiskCacheIOError) {
+        if let gate = gates.withLock({ $0[operation] }) { gate.pass() }
         if let code = rules.withLock({ $0[operation] }) {
             throw DiskCacheIOError(operation: operation.rawValue, path: path, errno: code)
         }
+    }
+}
+
+/// Threads arriving at a held operation wait here until the test opens the gate; the test can wait for a
+/// number of arrivals (events, not sleeps).
+final class DiskGate: @unchecked Sendable {
+    // @unchecked Sendable: `arrived` and `isOpen` are only touched with `condition` locked.
+    private let condition = NSCondition()
+    private var arrived = 0
+    private var isOpen = false
+
+    /// Called by the cache's thread: counts the arrival and waits for the gate to open.
+    func pass() {
+        condition.lock()
+        arrived += 1
+        condition.broadcast()
+        while !isOpen { condition.wait() }
+        condition.unlock()
+    }
+
+    /// Waits until `count` threads have arrived in all.
+    func waitForArrivals(_ count: Int) {
+        condition.lock()
+        while arrived < count { condition.wait() }
+        condition.unlock()
+    }
+
+    /// Threads that arrived so far.
+    var arrivals: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return arrived
+    }
+
+    /// Lets every waiting and later thread through.
+    func open() {
+        condition.lock()
+        isOpen = true
+        condition.broadcast()
+        condition.unlock()
     }
 }
 
@@ -88,6 +138,17 @@ struct DiskFileSystem: Sendable {
         throw failure(.open, path)
     }
 
+    /// Opens the C-string `path` for reading; nil when it does not exist. (The hit path: no String is made
+    /// unless a fault is injected or the call fails.)
+    func openForReading(_ path: UnsafePointer<CChar>) throws -> Int32? {
+        if let faults { try faults.check(.open, String(cString: path)) }
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        if fd >= 0 { return fd }
+        let code = errno
+        if code == ENOENT || code == ENOTDIR { return nil }
+        throw DiskCacheIOError(operation: DiskOperation.open.rawValue, path: String(cString: path), errno: code)
+    }
+
     /// Creates a new file exclusively (mode 0644).
     func createExclusive(_ path: String) throws -> Int32 {
         try check(.create, path)
@@ -110,17 +171,55 @@ struct DiskFileSystem: Sendable {
         }
     }
 
+    /// Writes `first` then `second` at the current offset, in one `writev` when the kernel takes it all (the
+    /// header and the body of an entry: one system call instead of two).
+    func writeAll(_ fd: Int32, _ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer, path: String)
+        throws
+    {
+        try check(.write, path)
+        var vectors = [
+            iovec(iov_base: UnsafeMutableRawPointer(mutating: first.baseAddress), iov_len: first.count),
+            iovec(iov_base: UnsafeMutableRawPointer(mutating: second.baseAddress), iov_len: second.count),
+        ]
+        var written = -1
+        while written < 0 {
+            written = writev(fd, &vectors, 2)
+            if written < 0 && errno != EINTR { throw failure(.write, path) }
+        }
+        // A short write (a full disk, a signal): finish each part with plain writes.
+        let firstDone = min(written, first.count)
+        if firstDone < first.count {
+            try writeAll(fd, UnsafeRawBufferPointer(rebasing: first[firstDone...]), path: path)
+        }
+        let secondDone = written - firstDone
+        if secondDone < second.count {
+            try writeAll(fd, UnsafeRawBufferPointer(rebasing: second[secondDone...]), path: path)
+        }
+    }
+
+    /// `fstat` of an open file (`path`, a C string, names it in errors).
+    func status(of fd: Int32, path: UnsafePointer<CChar>) throws -> stat {
+        if let faults { try faults.check(.stat, String(cString: path)) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else {
+            let code = errno
+            throw DiskCacheIOError(operation: DiskOperation.stat.rawValue, path: String(cString: path), errno: code)
+        }
+        return info
+    }
+
     /// Reads exactly `count` bytes from offset 0 into `buffer`; false when the file is shorter.
-    func readAll(_ fd: Int32, into buffer: UnsafeMutableRawPointer, count: Int, path: String)
+    func readAll(_ fd: Int32, into buffer: UnsafeMutableRawPointer, count: Int, path: UnsafePointer<CChar>)
         throws -> Bool
     {
-        try check(.read, path)
+        if let faults { try faults.check(.read, String(cString: path)) }
         var offset = 0
         while offset < count {
             let got = pread(fd, buffer + offset, count - offset, off_t(offset))
             if got < 0 {
-                if errno == EINTR { continue }
-                throw failure(.read, path)
+                let code = errno
+                if code == EINTR { continue }
+                throw DiskCacheIOError(operation: DiskOperation.read.rawValue, path: String(cString: path), errno: code)
             }
             if got == 0 { return false }
             offset += got
@@ -203,6 +302,9 @@ struct DiskFileSystem: Sendable {
 }
 
 extension timespec {
+    /// The same instant, to the nanosecond.
+    func isSame(as other: timespec) -> Bool { tv_sec == other.tv_sec && tv_nsec == other.tv_nsec }
+
     /// Seconds since 1970 as a Double.
     var seconds: Double { Double(tv_sec) + Double(tv_nsec) / 1e9 }
 

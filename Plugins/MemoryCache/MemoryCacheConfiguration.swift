@@ -54,35 +54,22 @@ public struct MemoryCacheConfiguration: Sendable, Hashable {
         return share >= Double(defaultCostLimitCap) ? defaultCostLimitCap : Int(share)
     }
 
-    /// Bytes of memory this process may use: the cgroup v2 limit (`/sys/fs/cgroup/memory.max`), else the cgroup
-    /// v1 limit (`/sys/fs/cgroup/memory/memory.limit_in_bytes`), never more than the physical memory.
+    /// Bytes of memory this process may use: the limit of its own control group (cgroup v2 `memory.max` or
+    /// v1 `memory.limit_in_bytes` of the group named in `/proc/self/cgroup` and its ancestors, the smallest
+    /// wins), never more than the physical memory; the physical memory when no group sets a limit.
     ///
-    /// Read once per call from the file system; cheap, but not meant for a hot path.
+    /// So a service under systemd `MemoryMax=` or in a container with a memory limit is sized from that limit.
+    /// Read from the file system on each call; cheap, but not meant for a hot path.
     public static var processMemoryLimit: UInt64 {
-        SystemMemory.limit(
-            cgroupV2: SystemMemory.read("/sys/fs/cgroup/memory.max"),
-            cgroupV1: SystemMemory.read("/sys/fs/cgroup/memory/memory.limit_in_bytes"),
-            physical: ProcessInfo.processInfo.physicalMemory)
+        SystemMemory.limit(cgroup: CgroupMemoryLimit().limit(), physical: ProcessInfo.processInfo.physicalMemory)
     }
 }
 
-/// Reads the memory limit of the process from cgroup files.
+/// Combines the cgroup limit with the physical memory.
 enum SystemMemory {
-    /// The effective limit: the first cgroup limit that is a number, bounded by `physical`.
-    ///
-    /// `max` (v2) and the huge page-rounded `Int64.max` (v1) mean "no limit"; both then fall back to `physical`.
-    static func limit(cgroupV2: String?, cgroupV1: String?, physical: UInt64) -> UInt64 {
-        for text in [cgroupV2, cgroupV1] {
-            guard let text else { continue }
-            let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
-            if let value = UInt64(trimmed), value > 0 { return physical > 0 ? min(value, physical) : value }
-        }
-        return physical
-    }
-
-    /// The contents of a small file, or nil.
-    static func read(_ path: String) -> String? {
-        guard let data = FileManager.default.contents(atPath: path), data.count < 256 else { return nil }
-        return String(decoding: data, as: UTF8.self)
+    /// The effective limit: the cgroup limit bounded by `physical`, or `physical` when there is none.
+    static func limit(cgroup: UInt64?, physical: UInt64) -> UInt64 {
+        guard let cgroup else { return physical }
+        return physical > 0 ? min(cgroup, physical) : cgroup
     }
 }

@@ -4,7 +4,7 @@ import ImageTestSupport
 import MemoryCache
 import Testing
 
-@testable import DiskCache
+@_spi(Fuzzing) @testable import DiskCache
 
 /// Disk full and read-only directories, two ways: an injected `errno` at a chosen system call (always runs),
 /// and a real 1 MiB tmpfs mounted and remounted read-only (runs where the test may mount, e.g. as root).

@@ -3,7 +3,7 @@ import ImageCore
 import ImageTestSupport
 import Testing
 
-@testable import DiskCache
+@_spi(Fuzzing) @testable import DiskCache
 
 @Suite("DiskCache limits and expiry")
 struct DiskCacheLimitTests {
@@ -122,22 +122,36 @@ struct DiskCacheLimitTests {
     }
 
     @Test("the periodic sweep enforces the limit against writes it did not make")
-    func periodicSweep() async throws {
+    func periodicSweep() throws {
         let directory = CacheFixtures.temporaryDirectory("disk")
         defer { DiskTest.removeDirectory(directory) }
         let limit = 50_000
-        let cache = DiskCache(
-            configuration: DiskTest.configuration(directory, maxDiskSize: limit, sweepInterval: 0.1))
+        let ticker = ManualTicker()
+        let sweeps = SweepEvents()
+        var config = DiskTest.configuration(directory, maxDiskSize: limit)
+        config.sweepTicker = ticker
+        config.onSweep = sweeps.record
+        let cache = DiskCache(configuration: config)
+        cache.sweep()
         // Another writer (no limit) fills the directory behind the first cache's back.
         let other = DiskTest.cache(directory)
         for index in 0..<30 { try other.storeData(Data(count: 4_000), forKey: "o\(index)") }
         #expect(other.totalSize() > limit)
-        var total = other.totalSize()
-        for _ in 0..<100 where total > limit {
-            try await Task.sleep(for: .milliseconds(50))
-            total = cache.totalSize()
-        }
-        #expect(total <= limit)
+        ticker.fire()
+        sweeps.wait(for: .timer)
+        #expect(cache.totalSize() <= limit)
+    }
+
+    @Test("with a sweep interval, a Dispatch timer starts sweeps", .timeLimit(.minutes(1)))
+    func dispatchTimer() {
+        let directory = CacheFixtures.temporaryDirectory("disk")
+        defer { DiskTest.removeDirectory(directory) }
+        let sweeps = SweepEvents()
+        var config = DiskTest.configuration(directory, maxDiskSize: 50_000, sweepInterval: 0.05)
+        config.onSweep = sweeps.record
+        let cache = DiskCache(configuration: config)
+        sweeps.wait(for: .timer)
+        #expect(sweeps.triggers.first == .startup)
         withExtendedLifetime(cache) {}
     }
 

@@ -5,18 +5,19 @@ import ImageTestSupport
 import Synchronization
 import Testing
 
-@testable import DiskCache
+@_spi(Fuzzing) @testable import DiskCache
 
 /// Two processes writing, reading and sweeping one directory: this test re-runs its own test binary
 /// (`/proc/self/exe`) with `DISKCACHE_WORKER_DIR` set, which enables the worker test in the child only.
-/// The default run lasts `DISKCACHE_MP_SECONDS` (8 s); set it to 60 for the long version.
+/// Each process does `DISKCACHE_MP_OPERATIONS` (1,000) stores and sweeps while its reader verifies entries
+/// until the writer is done; set it to 50,000 for the long version. No step depends on time.
 @Suite("DiskCache shared by two processes")
 struct DiskCacheMultiProcessTests {
     static let limit = 2 << 20
     static let sweepAfter = 400_000
     static let keyCount: UInt64 = 32
     static let environment = ProcessInfo.processInfo.environment
-    static var seconds: Double { environment["DISKCACHE_MP_SECONDS"].flatMap(Double.init) ?? 8 }
+    static var operations: Int { environment["DISKCACHE_MP_OPERATIONS"].flatMap(Int.init) ?? 1_000 }
     /// Bodies are drawn from a fixed pool (so generating them costs nothing during the run); the etag names the
     /// pool index, so a torn or mixed file cannot pass verification.
     static let bodies: [Data] = (0..<16).map { CacheFixtures.bytes(count: 1_000 + $0 * 12_345, seed: UInt64($0) + 1) }
@@ -46,18 +47,18 @@ struct DiskCacheMultiProcessTests {
         return nil
     }
 
-    /// For `seconds`: one thread stores (and sometimes sweeps) random keys of a small shared set, another reads
-    /// and verifies them, so reads overlap writes, renames and sweeps of both processes.
-    static func work(_ directory: URL, seed: UInt64, seconds: Double, sampleSize: Bool) -> Stats {
+    /// One thread does `operations` stores (and sometimes sweeps) of random keys of a small shared set; another
+    /// reads and verifies them until the writer is done, then reads every key once more. So reads overlap
+    /// writes, renames and sweeps of both processes.
+    static func work(_ directory: URL, seed: UInt64, operations: Int, sampleSize: Bool) -> Stats {
         let cache = cache(directory)
-        let deadline = Date().addingTimeInterval(seconds)
+        let writerDone = Locked(false)
         let readerStats = Mutex(Stats())
         let readerDone = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
             var random = SplitMix(seed: seed &+ 1000)
             var stats = Stats()
-            while Date() < deadline {
-                let key = "https://example.com/shared/\(random.next() % keyCount).png"
+            func read(_ key: String) {
                 do {
                     if let entry = try cache.entry(forKey: key) {
                         stats.hits += 1
@@ -67,14 +68,14 @@ struct DiskCacheMultiProcessTests {
                     stats.errors.append("read: \(error)")
                 }
             }
+            while !writerDone.value { read("https://example.com/shared/\(random.next() % keyCount).png") }
+            for index in 0..<keyCount { read("https://example.com/shared/\(index).png") }
             readerStats.withLock { $0 = stats }
             readerDone.signal()
         }
         var random = SplitMix(seed: seed)
         var stats = Stats()
-        var operation = 0
-        while Date() < deadline {
-            operation += 1
+        for operation in 1...max(1, operations) {
             let key = "https://example.com/shared/\(random.next() % keyCount).png"
             if random.next() % 50 == 0 {
                 cache.sweep()
@@ -91,6 +92,7 @@ struct DiskCacheMultiProcessTests {
                 stats.maxObservedSize = max(stats.maxObservedSize, cache.totalSize())
             }
         }
+        writerDone.withLock { $0 = true }
         readerDone.wait()
         let reader = readerStats.withLock { $0 }
         stats.hits = reader.hits
@@ -104,7 +106,7 @@ struct DiskCacheMultiProcessTests {
         .enabled(if: environment["DISKCACHE_WORKER_DIR"] != nil))
     func multiProcessWorker() throws {
         let directory = URL(fileURLWithPath: try #require(Self.environment["DISKCACHE_WORKER_DIR"]))
-        let stats = Self.work(directory, seed: 2, seconds: Self.seconds, sampleSize: false)
+        let stats = Self.work(directory, seed: 2, operations: Self.operations, sampleSize: false)
         #expect(stats.errors.isEmpty, "\(stats.errors.prefix(5))")
         #expect(stats.corruptReads == 0, "a reader saw a torn or corrupt entry file")
         #expect(stats.stores > 0)
@@ -123,20 +125,20 @@ struct DiskCacheMultiProcessTests {
         child.arguments = ["--testing-library", "swift-testing", "--filter", "multiProcessWorker"]
         var environment = Self.environment
         environment["DISKCACHE_WORKER_DIR"] = directory.path
-        environment["DISKCACHE_MP_SECONDS"] = String(Self.seconds)
+        environment["DISKCACHE_MP_OPERATIONS"] = String(Self.operations)
         child.environment = environment
         let output = try FileHandle(forWritingTo: log)
         child.standardOutput = output
         child.standardError = output
         try child.run()
 
-        let stats = Self.work(directory, seed: 1, seconds: Self.seconds, sampleSize: true)
+        let stats = Self.work(directory, seed: 1, operations: Self.operations, sampleSize: true)
         child.waitUntilExit()
         try? output.close()
         let childLog = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
         if Self.environment["DISKCACHE_MP_VERBOSE"] != nil {
             print(
-                "two processes, \(Self.seconds) s: parent \(stats.stores) stores, \(stats.hits) verified hits, max size \(stats.maxObservedSize) of limit \(Self.limit)"
+                "two processes, \(Self.operations) operations each: parent \(stats.stores) stores, \(stats.hits) verified hits, max size \(stats.maxObservedSize) of limit \(Self.limit)"
             )
         }
 

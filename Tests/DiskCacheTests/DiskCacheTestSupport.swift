@@ -1,9 +1,10 @@
+import Dispatch
 import Foundation
 import ImageCore
 import ImageTestSupport
 import Synchronization
 
-@testable import DiskCache
+@_spi(Fuzzing) @testable import DiskCache
 
 /// A wall clock the tests move by hand.
 final class ManualDate: Sendable {
@@ -11,6 +12,41 @@ final class ManualDate: Sendable {
     var now: Date { date.withLock { $0 } }
     func advance(_ seconds: TimeInterval) { date.withLock { $0 = $0.addingTimeInterval(seconds) } }
     var closure: @Sendable () -> Date { { self.now } }
+}
+
+/// Drives the periodic sweep by hand (the cache's `sweepTicker` seam).
+final class ManualTicker: SweepTicking {
+    private let handler = Mutex<(@Sendable () -> Void)?>(nil)
+    func start(_ handler: @escaping @Sendable () -> Void) { self.handler.withLock { $0 = handler } }
+    func stop() { handler.withLock { $0 = nil } }
+    /// One tick, as the timer would give.
+    func fire() { handler.withLock { $0 }?() }
+}
+
+/// Records the sweeps a cache reports (its `onSweep` seam) and lets a test wait for one.
+final class SweepEvents: Sendable {
+    private let events = Mutex<[SweepTrigger]>([])
+    private let signal = DispatchSemaphore(value: 0)
+
+    var record: @Sendable (SweepTrigger, SweepReport) -> Void {
+        { trigger, _ in
+            self.events.withLock { $0.append(trigger) }
+            self.signal.signal()
+        }
+    }
+
+    /// Waits until a sweep started by `trigger` was reported (counting those already reported).
+    func wait(for trigger: SweepTrigger) {
+        var seen = 0
+        while true {
+            let (found, count) = events.withLock { ($0.dropFirst(seen).contains(trigger), $0.count) }
+            if found { return }
+            seen = count
+            signal.wait()
+        }
+    }
+
+    var triggers: [SweepTrigger] { events.withLock { $0 } }
 }
 
 /// Builds caches over fresh directories with deterministic settings (no timer unless asked).

@@ -3,7 +3,7 @@ import ImageCore
 import ImageTestSupport
 import Testing
 
-@testable import DiskCache
+@_spi(Fuzzing) @testable import DiskCache
 
 @Suite("DiskCache entries")
 struct DiskCacheTests {
@@ -161,12 +161,14 @@ struct DiskCacheTests {
     }
 
     @Test("a header claiming a huge metadata block is rejected without allocating it")
-    func hostileHeader() {
+    func hostileHeader() throws {
         var header = Array("WIC1".utf8)
         header += [0xff, 0xff, 0xff, 0x7f] + [UInt8](repeating: 0xff, count: 8) + [UInt8](repeating: 0, count: 16)
         #expect(header.withUnsafeBytes { DiskEntryCodec.parse($0) } == nil)
         let valid =
-            DiskEntryCodec.header(for: CacheEntryMetadata(originalKey: "k", etag: "e"), bodyLength: 3) + [1, 2, 3]
+            try DiskEntryCodec.header(
+                for: CacheEntryMetadata(originalKey: "k", etag: "e"), bodyLength: 3,
+                bodyChecksum: [UInt8]([1, 2, 3]).withUnsafeBytes { XXH64.hash($0) }) + [1, 2, 3]
         #expect(valid.withUnsafeBytes { DiskEntryCodec.parse($0) }?.metadata.etag == "e")
         for cut in 0..<valid.count - 1 {
             #expect(valid.prefix(cut).withUnsafeBytes { DiskEntryCodec.parse($0) } == nil)

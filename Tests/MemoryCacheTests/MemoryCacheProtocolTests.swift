@@ -7,15 +7,14 @@ import Testing
 
 @Suite("MemoryCache configuration and ImageCacheProtocol")
 struct MemoryCacheProtocolTests {
-    @Test("the memory limit comes from cgroup v2, then v1, bounded by physical memory")
-    func memoryLimit() {
-        let physical: UInt64 = 16 << 30
-        #expect(SystemMemory.limit(cgroupV2: "536870912\n", cgroupV1: nil, physical: physical) == 512 << 20)
-        #expect(SystemMemory.limit(cgroupV2: "max\n", cgroupV1: nil, physical: physical) == physical)
-        #expect(SystemMemory.limit(cgroupV2: nil, cgroupV1: "1073741824\n", physical: physical) == 1 << 30)
-        #expect(SystemMemory.limit(cgroupV2: nil, cgroupV1: "9223372036854771712\n", physical: physical) == physical)
-        #expect(SystemMemory.limit(cgroupV2: nil, cgroupV1: nil, physical: physical) == physical)
-        #expect(SystemMemory.limit(cgroupV2: "garbage", cgroupV1: nil, physical: physical) == physical)
+    @Test("a limit file's value: bytes, or nothing for max, v1's huge values and garbage")
+    func limitValues() {
+        #expect(CgroupMemoryLimit.parseLimit("536870912\n") == 512 << 20)
+        #expect(CgroupMemoryLimit.parseLimit("max\n") == nil)
+        #expect(CgroupMemoryLimit.parseLimit("9223372036854771712\n") == nil)
+        #expect(CgroupMemoryLimit.parseLimit("garbage") == nil)
+        #expect(CgroupMemoryLimit.parseLimit("") == nil)
+        #expect(CgroupMemoryLimit.parseLimit(" 4096 \n") == 4096)
     }
 
     @Test("the default cost limit is 20 % of the memory limit, capped at 1 GiB")

@@ -10,7 +10,8 @@ import MemoryCache
 import Synchronization
 
 // Issue 4: memory hits from 1 and 2 threads against a Mutex-protected Dictionary; disk hit, store and sweep
-// against raw open+read, write+rename and a readdir+stat walk of the same directory.
+// against raw open+read, write+rename and a readdir+stat walk of the same directory. Issue 10: stores with as
+// many writers as cores on both sides.
 
 /// The plain baseline: a dictionary behind a `Mutex`, no LRU bookkeeping.
 final class LockedDictionary: Sendable {
@@ -32,11 +33,26 @@ func temporaryDirectory(_ name: String) -> URL {
     return url
 }
 
-/// A cache with no timer and no size limit, so nothing but the measured call touches the directory.
+/// A cache as a server would configure it (default age and size limits, so stores do their size accounting and
+/// write-driven sweeps), minus the periodic timer, so nothing but the measured calls touches the directory.
 func makeDiskCache(_ directory: URL) -> DiskCache {
-    DiskCache(
-        configuration: DiskCacheConfiguration(
-            directory: directory, maxDiskAge: nil, maxDiskSize: 0, sweepInterval: nil))
+    DiskCache(configuration: DiskCacheConfiguration(directory: directory, sweepInterval: nil))
+}
+
+/// Writers in the store rows: one, and as many as cores (issue 10: "at the same parallelism").
+let cores = ProcessInfo.processInfo.activeProcessorCount
+let writerCounts = cores > 1 ? [1, cores] : [1]
+
+/// Runs `count` operations split over `threads` threads (thread `t` does operations `t, t + threads, …`) and
+/// waits.
+func split(_ count: Int, over threads: Int, _ body: @Sendable (_ thread: Int, _ operation: Int) -> Void) {
+    DispatchQueue.concurrentPerform(iterations: threads) { thread in
+        var operation = thread
+        while operation < count {
+            body(thread, operation)
+            operation += threads
+        }
+    }
 }
 
 /// Runs `body` on `threads` threads at once (each calls it `count` times with its own key offset) and waits.
@@ -80,12 +96,30 @@ let benchmarks: @Sendable () -> Void = {
         metrics: [.wallClock, .cpuTimeNs, .cpuTotal, .mallocCountTotal, .syscalls], timeUnits: .nanoseconds,
         units: rawCountUnits(),
         warmupIterations: 2, scalingFactor: .kilo, maxDuration: .seconds(2), maxIterations: 200)
+    // A store of 1,000 entries takes about a second on a loaded 2-core machine: give the store rows time for
+    // more than two samples.
+    var diskStore = diskPerOp
+    diskStore.maxDuration = .seconds(10)
 
     Benchmark("Cache_diskHit_50KB_DiskCache", configuration: diskPerOp) { benchmark in
         let fixture = hitFixture
         let cpu = CPUClock.start()
         for index in benchmark.scaledIterations {
             blackHole(try fixture.cache.entry(forKey: diskKeys[index % diskKeys.count]))
+        }
+        cpu.stop(benchmark)
+    } setup: {
+        try hitFixture.fill()
+    } teardown: {
+        hitFixture.remove()
+    }
+
+    // The same hits with `verifiesChecksums` on (XXH64 of every body read): what the option costs.
+    Benchmark("Cache_diskHit_50KB_DiskCacheVerified", configuration: diskPerOp) { benchmark in
+        let fixture = hitFixture
+        let cpu = CPUClock.start()
+        for index in benchmark.scaledIterations {
+            blackHole(try fixture.verifyingCache.entry(forKey: diskKeys[index % diskKeys.count]))
         }
         cpu.stop(benchmark)
     } setup: {
@@ -112,28 +146,69 @@ let benchmarks: @Sendable () -> Void = {
         hitFixture.remove()
     }
 
-    Benchmark("Cache_store_50KB_DiskCache", configuration: diskPerOp) { benchmark in
-        let fixture = storeFixture
-        let cpu = CPUClock.start()
-        for index in benchmark.scaledIterations {
-            try fixture.cache.storeData(payload, forKey: diskKeys[index % diskKeys.count])
-        }
-        cpu.stop(benchmark)
-    } teardown: {
-        storeFixture.remove()
-    }
-
-    Benchmark("Cache_store_50KB_rawWriteRename", configuration: diskPerOp) { benchmark in
-        let fixture = storeFixture
-        let cpu = CPUClock.start()
-        defer { cpu.stop(benchmark) }
-        payload.withUnsafeBytes { raw in
-            let bytes = raw.bindMemory(to: UInt8.self).baseAddress
-            for index in benchmark.scaledIterations {
-                if cb_write_rename(fixture.rawDirectory, rawNames[index % rawNames.count], bytes, raw.count) != 0 {
-                    benchmark.error("raw write+rename failed")
+    // Stores: each writer cycles over its own 100 keys (so writers never race on one file in either row); the
+    // SDK through the blocking `storeData` (the caller's thread does the write, as a raw writer would) and
+    // through the asynchronous `store` the manager uses (one submitter, the write pool writes, all completions
+    // awaited), the baseline through C open+write+close+rename.
+    for writers in writerCounts {
+        Benchmark("Cache_store_50KB_\(writers)writers_DiskCache", configuration: diskStore) { benchmark in
+            let fixture = storeFixture
+            let count = benchmark.scaledIterations.count
+            let failures = Atomic<Int>(0)
+            let cpu = CPUClock.start()
+            split(count, over: writers) { thread, operation in
+                do {
+                    try fixture.cache.storeData(payload, forKey: storeKeys[thread][operation % 100])
+                } catch {
+                    failures.add(1, ordering: .relaxed)
                 }
             }
+            cpu.stop(benchmark)
+            if failures.load(ordering: .relaxed) > 0 {
+                benchmark.error("\(failures.load(ordering: .relaxed)) stores failed")
+            }
+        } teardown: {
+            storeFixture.remove()
+        }
+
+        Benchmark("Cache_store_50KB_\(writers)writers_rawWriteRename", configuration: diskStore) { benchmark in
+            let fixture = storeFixture
+            let count = benchmark.scaledIterations.count
+            let failures = Atomic<Int>(0)
+            let cpu = CPUClock.start()
+            split(count, over: writers) { thread, operation in
+                let name = rawStoreNames[thread][operation % 100]
+                if cb_write_rename(fixture.rawDirectory, name, payloadBytes.baseAddress, payloadBytes.count) != 0 {
+                    failures.add(1, ordering: .relaxed)
+                }
+            }
+            cpu.stop(benchmark)
+            if failures.load(ordering: .relaxed) > 0 { benchmark.error("raw write+rename failed") }
+        } teardown: {
+            storeFixture.remove()
+        }
+    }
+
+    Benchmark("Cache_store_50KB_asyncPool_DiskCache", configuration: diskStore) { benchmark in
+        let fixture = storeFixture
+        let count = benchmark.scaledIterations.count
+        let done = DispatchSemaphore(value: 0)
+        let failures = Atomic<Int>(0)
+        let cpu = CPUClock.start()
+        for operation in 0..<count {
+            let thread = operation % cores
+            fixture.cache.store(
+                nil, data: payload, metadata: nil, forKey: storeKeys[thread][(operation / cores) % 100],
+                cacheType: .disk
+            ) { result in
+                if case .failure = result { failures.add(1, ordering: .relaxed) }
+                done.signal()
+            }
+        }
+        for _ in 0..<count { done.wait() }
+        cpu.stop(benchmark)
+        if failures.load(ordering: .relaxed) > 0 {
+            benchmark.error("\(failures.load(ordering: .relaxed)) stores failed")
         }
     } teardown: {
         storeFixture.remove()
@@ -166,18 +241,31 @@ let benchmarks: @Sendable () -> Void = {
 // MARK: Fixtures (globals are created on first use, i.e. only in the process of the benchmark that needs them)
 
 let payload = Data((0..<50_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+/// The same bytes for the C baseline; never freed, never written after creation.
+nonisolated(unsafe) let payloadBytes: UnsafeBufferPointer<UInt8> = {
+    let buffer = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: payload.count)
+    _ = buffer.initialize(from: payload)
+    return UnsafeBufferPointer(buffer)
+}()
 let diskKeys = Array(keys.prefix(100))
-let rawNames = diskKeys.indices.map { "entry-\($0)" }
+/// 100 keys per writer thread, and the raw baseline's file names alike.
+let storeKeys = (0..<max(cores, 1)).map { thread in (0..<100).map { "https://example.com/w\(thread)/\($0).jpg" } }
+let rawStoreNames = (0..<max(cores, 1)).map { thread in (0..<100).map { "entry-\(thread)-\($0)" } }
 
 /// 100 entries of 50 KB stored through DiskCache; the raw baseline reads the very same files.
 final class HitFixture: Sendable {
     let directory = temporaryDirectory("hit")
     let cache: DiskCache
+    /// A second cache over the same directory that checks every body against its checksum.
+    let verifyingCache: DiskCache
     let paths: [String]
 
     init() {
         let cache = makeDiskCache(directory)
         self.cache = cache
+        var verifying = DiskCacheConfiguration(directory: directory, sweepInterval: nil)
+        verifying.verifiesChecksums = true
+        verifyingCache = DiskCache(configuration: verifying)
         paths = diskKeys.map { cache.fileURL(forKey: $0).path }
     }
 

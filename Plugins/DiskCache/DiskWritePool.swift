@@ -1,0 +1,75 @@
+import Foundation
+
+/// The dedicated threads that run a ``DiskCache``'s asynchronous writes: at most `maxThreads` at once, started
+/// on demand, ended after ``idleTimeout`` seconds without work; never the Swift cooperative pool nor Dispatch's
+/// shared workers.
+///
+/// Why not ImageCore's `WorkPool`: it starts a thread only when no thread is idle, so two jobs submitted back
+/// to back while one thread sleeps run one after the other on that thread (the second waits for the first);
+/// for file writes that defeats the point of a pool. Here a thread starts whenever queued jobs outnumber idle
+/// threads.
+///
+/// Threading: `submit` from any thread; jobs run in FIFO order of submission, up to `maxThreads` at a time.
+final class DiskWritePool: @unchecked Sendable {
+    // @unchecked Sendable: `jobs`, `head`, `threads` and `idle` are only touched with `condition` locked.
+    private let condition = NSCondition()
+    private var jobs: [@Sendable () -> Void] = []
+    private var head = 0
+    private var threads = 0
+    private var idle = 0
+
+    let maxThreads: Int
+    private let label: String
+
+    /// Seconds an idle thread waits for work before it ends.
+    static let idleTimeout: TimeInterval = 10
+
+    init(label: String, maxThreads: Int) {
+        self.label = label
+        self.maxThreads = max(1, maxThreads)
+    }
+
+    /// Runs `job` on a pool thread.
+    func submit(_ job: @escaping @Sendable () -> Void) {
+        condition.lock()
+        jobs.append(job)
+        let waiting = jobs.count - head
+        let spawn = waiting > idle && threads < maxThreads
+        if spawn { threads += 1 }
+        condition.signal()
+        condition.unlock()
+        guard spawn else { return }
+        let thread = Thread { [self] in run() }
+        thread.name = label
+        thread.qualityOfService = .utility
+        thread.start()
+    }
+
+    private func run() {
+        condition.lock()
+        while true {
+            while head == jobs.count {
+                idle += 1
+                let signalled = condition.wait(until: Date().addingTimeInterval(Self.idleTimeout))
+                idle -= 1
+                if !signalled && head == jobs.count {
+                    threads -= 1
+                    condition.unlock()
+                    return
+                }
+            }
+            let job = jobs[head]
+            head += 1
+            if head == jobs.count {
+                jobs.removeAll(keepingCapacity: true)
+                head = 0
+            } else if head > 1024 && head * 2 > jobs.count {
+                jobs.removeFirst(head)
+                head = 0
+            }
+            condition.unlock()
+            job()
+            condition.lock()
+        }
+    }
+}
