@@ -80,15 +80,19 @@ func bareClient(concurrency: Int) -> HTTPClient {
 /// Collects a response body, as the loader does, and nothing else.
 final class BodyCollector: HTTPClientResponseDelegate {
     typealias Response = Int
-    private var body = ByteBuffer()
+    // AsyncHTTPClient calls a delegate on one event loop; the (uncontended) lock keeps it Sendable, as the
+    // loader's own delegate takes one per body part too.
+    private let body = Mutex(ByteBuffer())
 
     func didReceiveBodyPart(task: HTTPClient.Task<Int>, _ part: ByteBuffer) -> EventLoopFuture<Void> {
-        var part = part
-        body.writeBuffer(&part)
+        body.withLock { body in
+            var part = part
+            body.writeBuffer(&part)
+        }
         return task.eventLoop.makeSucceededVoidFuture()
     }
 
-    func didFinishRequest(task: HTTPClient.Task<Int>) throws -> Int { body.readableBytes }
+    func didFinishRequest(task: HTTPClient.Task<Int>) throws -> Int { body.withLock { $0.readableBytes } }
 }
 
 /// Runs `urls` through `client.execute` with at most `concurrency` requests in flight (the loader's queue does

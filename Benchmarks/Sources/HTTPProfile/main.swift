@@ -42,13 +42,17 @@ final class Batch: Sendable {
 
 final class BodyCollector: HTTPClientResponseDelegate {
     typealias Response = Int
-    private var body = ByteBuffer()
+    // AsyncHTTPClient calls a delegate on one event loop; the (uncontended) lock keeps it Sendable, as the
+    // loader's own delegate takes one per body part too.
+    private let body = Mutex(ByteBuffer())
     func didReceiveBodyPart(task: HTTPClient.Task<Int>, _ part: ByteBuffer) -> EventLoopFuture<Void> {
-        var part = part
-        body.writeBuffer(&part)
+        body.withLock { body in
+            var part = part
+            body.writeBuffer(&part)
+        }
         return task.eventLoop.makeSucceededVoidFuture()
     }
-    func didFinishRequest(task: HTTPClient.Task<Int>) throws -> Int { body.readableBytes }
+    func didFinishRequest(task: HTTPClient.Task<Int>) throws -> Int { body.withLock { $0.readableBytes } }
 }
 
 func cpuNow() -> Int {
@@ -105,4 +109,4 @@ let elapsed = cpuNow() - cpu
 let requests = rounds * urls.count
 print("\(mode): \(requests) requests, \(bytes) bytes, \(failures) failures, CPU \(elapsed / requests) ns/request")
 try await loader.shutdown()
-try await client.shutdown()
+try await client.shutdown().get()
