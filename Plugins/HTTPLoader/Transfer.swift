@@ -202,9 +202,11 @@ final class Transfer: Sendable {
             finish(.failure(HTTPErrorMapping.imageError(from: error)))
             return
         }
+        // AsyncHTTPClient logs only at debug and trace, yet attaches request metadata to any logger it is given:
+        // with a less verbose logger it gets none (its own disabled one), which saves that work per request.
         let task = client.execute(
             request: httpRequest, delegate: TransferDelegate(transfer: self), eventLoop: .indifferent,
-            logger: loader.logger)
+            logger: loader.logger.logLevel <= .debug ? loader.logger : nil)
         let (abandoned, abortError) = inner.withLock { inner -> (Bool, ImageError?) in
             inner.task = task
             return (inner.machine.isFinished, inner.abortError)

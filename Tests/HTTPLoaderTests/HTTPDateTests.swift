@@ -49,6 +49,17 @@ import Testing
         #expect(HTTPResponseParsing.contentLength("12, 12") == nil)
         #expect(HTTPResponseParsing.contentLength("99999999999999999999999") == nil)
         #expect(HTTPResponseParsing.contentLength("") == nil)
+        #expect(HTTPResponseParsing.contentLength("\t42\t") == 42)
+        #expect(HTTPResponseParsing.contentLength(" \t ") == nil)
+    }
+
+    @Test func contentTypesLoseParametersAndBlanksOnly() {
+        #expect(HTTPResponseParsing.contentType(" \tImage/WebP ; q=1") == "image/webp")
+        #expect(HTTPResponseParsing.contentType("image/png") == "image/png")
+        #expect(HTTPResponseParsing.contentType("image/pngé ") == "image/pngé")
+        #expect(HTTPResponseParsing.contentType("; image/png") == nil)
+        #expect(HTTPResponseParsing.contentType(" \t") == nil)
+        #expect(HTTPResponseParsing.contentType(nil) == nil)
     }
 
     @Test func metadataKeepsCacheControlAndDropsABadETag() {
