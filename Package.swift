@@ -134,7 +134,7 @@ let package = Package(
         .testTarget(
             name: "HTTPLoaderTests",
             dependencies: [
-                "HTTPLoader", "ImageTestSupport",
+                "HTTPLoader", "ImageTestSupport", "PNGCoder",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

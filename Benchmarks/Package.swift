@@ -18,6 +18,9 @@ let package = Package(
     dependencies: [
         .package(name: "WebImage", path: ".."),
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+        // The bare-client baseline of the HTTP rows (the versions the SDK resolves).
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         // Raw C baselines: TurboJPEG, libpng, libwebp, giflib, the C thumbnail pipeline, raw file I/O.
@@ -48,6 +51,15 @@ let package = Package(
             name: "ExportInputs",
             dependencies: ["BenchSupport", "CBaselines", "CAVIFBaseline"],
             path: "Sources/ExportInputs"
+        ),
+        // Profiling driver: HTTPLoader or bare AsyncHTTPClient against a server, for callgrind / perf.
+        .executableTarget(
+            name: "HTTPProfile",
+            dependencies: [
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ] + sdk("ImageCore", "HTTPLoader"),
+            path: "Sources/HTTPProfile"
         ),
         .executableTarget(
             name: "CoreBenchmarks",
@@ -83,8 +95,11 @@ let package = Package(
         ),
         .executableTarget(
             name: "HTTPBenchmarks",
-            dependencies: [benchmark, "BenchSupport", "BenchMetrics"]
-                + sdk("ImageCore", "HTTPLoader", "MemoryCache", "DiskCache", "JPEGCoder"),
+            dependencies: [
+                benchmark, "BenchSupport", "BenchMetrics",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ] + sdk("ImageCore", "HTTPLoader", "MemoryCache", "DiskCache", "JPEGCoder"),
             path: "Benchmarks/HTTPBenchmarks",
             plugins: benchmarkPlugin
         ),

@@ -114,14 +114,14 @@ for _ in $(seq 50); do
     curl -fs -o /dev/null "http://127.0.0.1:$PORT/small/0000.jpg" 2>/dev/null && break
     sleep 0.1
 done
-curl -fsS -o /dev/null "http://127.0.0.1:$PORT/large/099.jpg" || {
+curl -fsS -o /dev/null "http://127.0.0.1:$PORT/photo/199.jpg" || {
     echo "nginx did not serve the inputs:" >&2
     cat "$WORK/nginx/logs/error.log" >&2
     exit 1
 }
 export WEBIMAGE_BENCH_HTTP_BASE="http://127.0.0.1:$PORT/"
 # Warm the page cache for everyone.
-cat "$INPUTS"/http/small/* "$INPUTS"/http/large/* >/dev/null
+cat "$INPUTS"/http/small/* "$INPUTS"/http/large/* "$INPUTS"/http/photo/* >/dev/null
 
 # ---------------------------------------------------------------------------------------------------------------
 log "5/7 Swift benchmarks (SDK and in-process baselines)"
@@ -206,7 +206,7 @@ median_time(cli(["vips", "gaussblur", v2, tmp, "8"]), runs, key="vips_blur_sigma
 median_time(cli(["vipsthumbnail", jpeg_path, "-s", "256x256", "-o", f"{inputs}/thumb.jpg[Q=85]"]), runs, key="vipsthumbnail")
 
 # --- wrk against the same nginx, same URL sets, same concurrency ---
-for label, sub, count in [("small1000", "small", 1000), ("2MP100", "large", 100)]:
+for label, sub, count in [("small1000", "small", 1000), ("photo200", "photo", 200), ("2MP100", "large", 100)]:
     files = sorted(os.listdir(f"{inputs}/http/{sub}"))[:count]
     lua = f"{inputs}/{label}.lua"
     with open(lua, "w") as f:
@@ -231,7 +231,7 @@ else:
     from requests.adapters import HTTPAdapter
     def make_client(c):
         s = requests.Session(); s.mount("http://", HTTPAdapter(pool_connections=c, pool_maxsize=c)); return s
-for label, sub, count in [("small1000", "small", 1000), ("2MP100", "large", 100)]:
+for label, sub, count in [("small1000", "small", 1000), ("photo200", "photo", 200), ("2MP100", "large", 100)]:
     urls = [f"http://127.0.0.1:{port}/{sub}/{n}" for n in sorted(os.listdir(f"{inputs}/http/{sub}"))[:count]]
     for c in (6, 64):
         client = make_client(c)
@@ -371,10 +371,20 @@ for label, key in [("resize 12 MP RGBA → fit 256×256 (Lanczos-3)", "resize_12
              E(f"vips_{ext_key}", "vips_overhead"), "≤ 1.5×")
 
 # Issue 5 — HTTP (rates: higher is better; the CPU column compares CPU time per image)
-for label, count, desc in [("small1000", 1000, "1,000 small JPEGs"), ("2MP100", 100, "100 2 MP JPEGs")]:
+for label, count, desc in [("small1000", 1000, "1,000 small JPEGs"), ("photo200", 200, "200 photos of 30–200 KB"),
+                           ("2MP100", 100, "100 2 MP JPEGs")]:
     dec = t(f"HTTP_{label}_decodeOne_SDK")
     for c in (6, 64):
         lo = f"HTTP_{label}_c{c}_loaderOnly"
+        bare = f"HTTP_{label}_c{c}_bareAHC"
+        # Issue 10: what HTTPLoader adds on top of its client (CPU per request is the goal; rate beside it).
+        if cpu(lo) and cpu(bare) and t(lo) and t(bare):
+            row("10", f"{desc}, c={c}: `HTTPLoader` vs bare AsyncHTTPClient `execute` (bytes only), CPU per request; rate",
+                f"CPU {fmt_time(cpu(lo) / count)}/req; {count / (t(lo) / 1e9):,.0f} req/s",
+                f"CPU {fmt_time(cpu(bare) / count)}/req; {count / (t(bare) / 1e9):,.0f} req/s",
+                ratio(t(lo), t(bare)), ratio(cpu(lo), cpu(bare)), "CPU ≤ 1.2× " + ("✅" if cpu(lo) <= 1.2 * cpu(bare) else "❌"))
+        else:
+            row("10", f"{desc}, c={c}: `HTTPLoader` vs bare AsyncHTTPClient `execute`", "n/a", "n/a", "n/a", "n/a", "CPU ≤ 1.2×")
         rps = count / (t(lo) / 1e9) if t(lo) else None
         mbps = t(lo, "bytes") / (t(lo) / 1e9) / 2**20 if t(lo) and t(lo, "bytes") else None
         wrk_rps, wrk_bps = ext.get(f"wrk_{label}_c{c}_rps"), ext.get(f"wrk_{label}_c{c}_Bps")

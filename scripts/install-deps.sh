@@ -26,7 +26,8 @@ ensure_index() {
 }
 
 # Debian names libjpeg-turbo's dev package libjpeg62-turbo-dev; Ubuntu names it libjpeg-turbo8-dev.
-packages=(pkg-config libpng-dev libwebp-dev libgif-dev libturbojpeg0-dev libavif-dev)
+# publicsuffix: the public-suffix list HTTPLoader's cookie jar refuses cookie domains by (a small bundled list otherwise).
+packages=(pkg-config libpng-dev libwebp-dev libgif-dev libturbojpeg0-dev libavif-dev publicsuffix)
 if installed libjpeg62-turbo-dev || installed libjpeg-turbo8-dev; then
     :
 else

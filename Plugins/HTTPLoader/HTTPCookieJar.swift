@@ -1,13 +1,16 @@
 import Foundation
 import Synchronization
 
-/// A minimal in-memory cookie jar for loads with ``ImageOptions/handleCookies``.
+/// A bounded in-memory cookie jar for loads with ``ImageOptions/handleCookies`` (without that option the loader
+/// neither sends nor stores cookies).
 ///
 /// Scope: what image CDNs use (session and signed-access cookies). It stores `Set-Cookie` answers (including
-/// those on redirects) by domain, path and name; honours `Domain`, `Path`, `Max-Age`, `Expires` (IMF-fixdate),
-/// `Secure`; and sends matching, unexpired cookies as one `Cookie` header. Not implemented: the public-suffix
-/// list (a `Domain=com` cookie is refused only by requiring a dot inside the domain), `SameSite` (no browsing
-/// context on a server), persistence. Thread-safe (a `Mutex`).
+/// those on redirects) by domain, path and name; honours `Domain`, `Path`, `Max-Age`, `Expires`, `Secure`; and
+/// sends matching, unexpired cookies as one `Cookie` header (RFC 6265). Hostile servers are bounded: a cookie whose
+/// `Domain` is a public suffix (``PublicSuffixList``) or an IP address other than the host is refused; at most
+/// ``maximumCookiesPerDomain`` cookies per registrable domain and ``maximumCookies`` in all are kept, the least
+/// recently used (set or sent) evicted first; names and values over 4 KiB or with control characters are refused.
+/// Not implemented: `SameSite` (no browsing context on a server), persistence. Thread-safe (a `Mutex`).
 public final class HTTPCookieJar: Sendable {
     struct Cookie: Sendable, Equatable {
         var name: String
@@ -18,44 +21,125 @@ public final class HTTPCookieJar: Sendable {
         var path: String
         var secure: Bool
         var expires: Date?
+        /// The registrable domain the per-domain bound counts it under.
+        var site: String = ""
+        /// Last set or sent (a jar-wide counter), for LRU eviction.
+        var lastUse: UInt64 = 0
     }
 
-    private let cookies = Mutex<[Cookie]>([])
+    private struct State {
+        var cookies: [Cookie] = []
+        var clock: UInt64 = 0
+    }
+
+    /// The most cookies kept for one registrable domain (default 50).
+    public let maximumCookiesPerDomain: Int
+    /// The most cookies kept in all (default 1,000).
+    public let maximumCookies: Int
+    private let suffixes: PublicSuffixList?
+    private let state = Mutex(State())
 
     /// Creates an empty jar.
-    public init() {}
+    ///
+    /// - Parameters:
+    ///   - maximumCookiesPerDomain: Bound per registrable domain (`example.co.uk`), at least 1.
+    ///   - maximumCookies: Bound for the whole jar, at least 1.
+    ///   - publicSuffixes: The public-suffix list; nil uses ``PublicSuffixList/system``, loaded on first use.
+    public init(maximumCookiesPerDomain: Int = 50, maximumCookies: Int = 1000, publicSuffixes: PublicSuffixList? = nil)
+    {
+        self.maximumCookiesPerDomain = max(1, maximumCookiesPerDomain)
+        self.maximumCookies = max(1, maximumCookies)
+        self.suffixes = publicSuffixes
+    }
+
+    private var publicSuffixes: PublicSuffixList { suffixes ?? .system }
 
     /// Number of stored cookies (expired ones included until the next lookup).
-    public var count: Int { cookies.withLock { $0.count } }
+    public var count: Int { state.withLock { $0.cookies.count } }
+
+    /// True when no cookie is stored (cheap: the loader asks it for every load with ``ImageOptions/handleCookies``).
+    public var isEmpty: Bool { state.withLock { $0.cookies.isEmpty } }
 
     /// Removes every cookie.
-    public func removeAll() { cookies.withLock { $0.removeAll() } }
+    public func removeAll() { state.withLock { $0.cookies.removeAll() } }
 
     /// Stores the cookies of `setCookieHeaders` received from `url`.
     public func store(setCookieHeaders: [String], from url: URL, now: Date = Date()) {
-        guard let host = url.host?.lowercased() else { return }
-        let parsed = setCookieHeaders.compactMap { Self.parse($0, host: host, requestPath: url.path, now: now) }
+        guard !setCookieHeaders.isEmpty, let host = url.host?.lowercased(), !host.isEmpty else { return }
+        let parsed = setCookieHeaders.compactMap { parse($0, host: host, requestPath: url.path, now: now) }
         guard !parsed.isEmpty else { return }
-        cookies.withLock { jar in
-            for cookie in parsed {
-                jar.removeAll { $0.name == cookie.name && $0.domain == cookie.domain && $0.path == cookie.path }
+        state.withLock { state in
+            for var cookie in parsed {
+                state.cookies.removeAll {
+                    $0.name == cookie.name && $0.domain == cookie.domain && $0.path == cookie.path
+                }
                 if let expires = cookie.expires, expires <= now { continue }  // an expired cookie deletes
-                jar.append(cookie)
+                state.clock += 1
+                cookie.lastUse = state.clock
+                state.cookies.append(cookie)
+                evict(&state, site: cookie.site, now: now)
             }
         }
     }
 
+    /// Drops expired cookies, then the least recently used of `site` over its bound, then of the jar over its own.
+    private func evict(_ state: inout State, site: String, now: Date) {
+        let inSite = state.cookies.lazy.filter { $0.site == site }.count
+        if inSite > maximumCookiesPerDomain || state.cookies.count > maximumCookies {
+            state.cookies.removeAll { $0.expires.map { $0 <= now } ?? false }
+        }
+        var excess = state.cookies.lazy.filter { $0.site == site }.count - maximumCookiesPerDomain
+        while excess > 0, let index = Self.leastRecentlyUsed(state.cookies, where: { $0.site == site }) {
+            state.cookies.remove(at: index)
+            excess -= 1
+        }
+        while state.cookies.count > maximumCookies,
+            let index = Self.leastRecentlyUsed(state.cookies, where: { _ in true })
+        {
+            state.cookies.remove(at: index)
+        }
+    }
+
+    private static func leastRecentlyUsed(_ cookies: [Cookie], where matches: (Cookie) -> Bool) -> Int? {
+        var best: Int?
+        for index in cookies.indices where matches(cookies[index]) {
+            if best == nil || cookies[index].lastUse < cookies[best!].lastUse { best = index }
+        }
+        return best
+    }
+
+    /// True when a cookie would be sent to `url` (the loader's credential check).
+    public func hasCookies(for url: URL, now: Date = Date()) -> Bool {
+        if isEmpty { return false }
+        return matching(url, now: now, touch: false) != nil
+    }
+
     /// The `Cookie` header value for a request to `url`, or nil when no cookie matches.
     public func cookieHeader(for url: URL, now: Date = Date()) -> String? {
+        if isEmpty { return nil }
+        return matching(url, now: now, touch: true)
+    }
+
+    private func matching(_ url: URL, now: Date, touch: Bool) -> String? {
         guard let host = url.host?.lowercased() else { return nil }
         let path = url.path.isEmpty ? "/" : url.path
         let secure = url.scheme?.lowercased() == "https"
-        let matching = cookies.withLock { jar -> [Cookie] in
-            jar.removeAll { $0.expires.map { $0 <= now } ?? false }
-            return jar.filter { cookie in
-                (cookie.hostOnly ? host == cookie.domain : Self.domainMatches(host, cookie.domain))
-                    && Self.pathMatches(path, cookie.path) && (secure || !cookie.secure)
+        let matching = state.withLock { state -> [Cookie] in
+            state.cookies.removeAll { $0.expires.map { $0 <= now } ?? false }
+            var found: [Cookie] = []
+            for index in state.cookies.indices {
+                let cookie = state.cookies[index]
+                guard
+                    (cookie.hostOnly ? host == cookie.domain : Self.domainMatches(host, cookie.domain))
+                        && Self.pathMatches(path, cookie.path) && (secure || !cookie.secure)
+                else { continue }
+                found.append(cookie)
+                if touch {
+                    state.clock += 1
+                    state.cookies[index].lastUse = state.clock
+                }
             }
+            return found
         }
         guard !matching.isEmpty else { return nil }
         // RFC 6265 §5.4: longer paths first.
@@ -64,7 +148,11 @@ public final class HTTPCookieJar: Sendable {
     }
 
     static func domainMatches(_ host: String, _ domain: String) -> Bool {
-        host == domain || host.hasSuffix("." + domain)
+        host == domain || (!isIPAddress(host) && host.hasSuffix("." + domain))
+    }
+
+    static func isIPAddress(_ host: String) -> Bool {
+        host.contains(":") || (!host.isEmpty && host.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2E })
     }
 
     static func pathMatches(_ path: String, _ cookiePath: String) -> Bool {
@@ -73,16 +161,21 @@ public final class HTTPCookieJar: Sendable {
         return cookiePath.hasSuffix("/") || path.dropFirst(cookiePath.count).first == "/"
     }
 
-    static func parse(_ header: String, host: String, requestPath: String, now: Date) -> Cookie? {
+    /// Parses one `Set-Cookie` value from `host`; nil when it must be ignored.
+    func parse(_ header: String, host: String, requestPath: String, now: Date) -> Cookie? {
+        guard header.utf8.count <= 8192 else { return nil }
         let parts = header.split(separator: ";", omittingEmptySubsequences: false).map {
             $0.trimmingCharacters(in: .whitespaces)
         }
         guard let first = parts.first, let equals = first.firstIndex(of: "=") else { return nil }
         let name = String(first[..<equals]).trimmingCharacters(in: .whitespaces)
-        guard !name.isEmpty else { return nil }
+        let value = String(first[first.index(after: equals)...])
+        guard !name.isEmpty, name.utf8.count + value.utf8.count <= 4096,
+            !(name.utf8.contains(where: Self.isControl) || value.utf8.contains(where: Self.isControl))
+        else { return nil }
         var cookie = Cookie(
-            name: name, value: String(first[first.index(after: equals)...]), domain: host, hostOnly: true,
-            path: defaultPath(requestPath), secure: false, expires: nil)
+            name: name, value: value, domain: host, hostOnly: true, path: Self.defaultPath(requestPath),
+            secure: false, expires: nil)
         var maxAge: Int?
         for attribute in parts.dropFirst() {
             let pieces = attribute.split(separator: "=", maxSplits: 1).map { String($0) }
@@ -93,10 +186,15 @@ public final class HTTPCookieJar: Sendable {
                 var domain = value.lowercased()
                 if domain.hasPrefix(".") { domain.removeFirst() }
                 guard !domain.isEmpty else { continue }
-                // Refuse cookies for other sites and for bare top-level domains.
-                guard domainMatches(host, domain), domain.contains(".") || domain == host else { return nil }
+                guard Self.domainMatches(host, domain) else { return nil }  // another site's domain
                 cookie.domain = domain
-                cookie.hostOnly = false
+                // RFC 6265 §5.3 step 5: a public suffix is refused, unless it is the host itself (host-only then).
+                if publicSuffixes.isPublicSuffix(domain) {
+                    guard domain == host else { return nil }
+                    cookie.hostOnly = true
+                } else {
+                    cookie.hostOnly = false
+                }
             case "path":
                 if value.hasPrefix("/") { cookie.path = value }
             case "secure":
@@ -104,31 +202,25 @@ public final class HTTPCookieJar: Sendable {
             case "max-age":
                 if let seconds = Int(value) { maxAge = seconds }
             case "expires":
-                if cookie.expires == nil, let date = httpDate(value) { cookie.expires = date }
+                if cookie.expires == nil, let date = HTTPDate.parse(value) { cookie.expires = date }
             default:
                 continue
             }
         }
-        if let maxAge { cookie.expires = now.addingTimeInterval(TimeInterval(maxAge)) }  // Max-Age wins
+        if let maxAge {  // Max-Age wins over Expires
+            let clamped = min(max(maxAge, -1), 400 * 86_400)
+            cookie.expires = now.addingTimeInterval(TimeInterval(clamped))
+        }
+        cookie.site = Self.isIPAddress(host) ? host : publicSuffixes.registrableDomain(of: cookie.domain)
         return cookie
     }
+
+    /// Control characters (RFC 6265 `cookie-octet` excludes them): a cookie holding one is never stored or sent.
+    static func isControl(_ byte: UInt8) -> Bool { byte < 0x20 || byte == 0x7F }
 
     static func defaultPath(_ requestPath: String) -> String {
         guard requestPath.hasPrefix("/"), let slash = requestPath.lastIndex(of: "/"), slash != requestPath.startIndex
         else { return "/" }
         return String(requestPath[..<slash])
-    }
-
-    static func httpDate(_ text: String) -> Date? {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        for format in [
-            "EEE, dd MMM yyyy HH:mm:ss zzz", "EEEE, dd-MMM-yy HH:mm:ss zzz", "EEE, dd-MMM-yyyy HH:mm:ss zzz",
-        ] {
-            formatter.dateFormat = format
-            if let date = formatter.date(from: text) { return date }
-        }
-        return nil
     }
 }

@@ -5,15 +5,28 @@ import Metrics
 
 /// Everything an ``HTTPLoader`` is built with; a value, copied into the loader at `init`.
 ///
-/// Defaults suit a server: 6 concurrent downloads, 15 s connect and read timeouts, FIFO, at most 5 redirects,
-/// 64 MiB per response, TLS verification on, no retry. Headers can still be changed on a live loader with
-/// ``HTTPLoader/setValue(_:forHTTPHeaderField:)``.
+/// Defaults suit a server: 6 concurrent downloads, 15 s connect and read (idle) timeouts, 60 s for a whole
+/// transfer, at least 16 KiB per 10 s once a transfer is 10 s old, FIFO, at most 5 redirects (each hop checked
+/// by ``redirectFilter``), 64 MiB per response, TLS verification on, no retry. Headers can still be changed on a
+/// live loader with ``HTTPLoader/setValue(_:forHTTPHeaderField:)``.
+///
+/// Limits that keep a hostile server from holding a download slot: the idle ``timeout`` ends a silent
+/// connection, ``maximumTransferDuration`` ends any transfer (per request: ``ImageContext/httpTransferTimeout``
+/// or ``ImageRequest/timeout``), ``minimumTransferRate`` ends one that drips bytes just often enough to stay
+/// under the idle timeout. All three fail with `timedOut`, which never blocks the URL.
 public struct HTTPLoaderConfiguration: Sendable {
     /// How many transfers run at once; the rest wait in the loader's own queue (default 6).
     public var maxConcurrentDownloads: Int = 6
-    /// Connect timeout and read (idle) timeout, seconds (default 15). A per-request `ImageRequest.timeout`
-    /// additionally bounds the whole transfer.
+    /// Connect timeout and read (idle) timeout, seconds (default 15).
     public var timeout: Double = 15
+    /// The longest one transfer may take, seconds (default 60): from sending the request to the last body byte,
+    /// redirects and retries included, time spent in the loader's queue excluded. A request overrides it with
+    /// ``ImageContext/httpTransferTimeout`` or, in a request modifier, ``ImageRequest/timeout`` (which wins).
+    /// `.infinity` disables it. Exceeding it fails with `timedOut`.
+    public var maximumTransferDuration: Double = 60
+    /// The slowest transfer tolerated (default 16 KiB in every 10 s once the transfer is 10 s old); nil disables.
+    /// A slower transfer fails with `timedOut` and gives its slot to the next queued download.
+    public var minimumTransferRate: HTTPTransferRate? = HTTPTransferRate(bytes: 16 * 1024, seconds: 10)
     /// Which queued transfer of equal priority starts next (default FIFO).
     public var executionOrder: DownloadExecutionOrder = .fifo
     /// The image formats listed in the default `Accept` header, most preferred first.
@@ -40,7 +53,17 @@ public struct HTTPLoaderConfiguration: Sendable {
     /// The largest response body accepted, checked against Content-Length and while streaming (default 64 MiB).
     public var maximumResponseSize: Int = 64 << 20
     /// Redirects followed before failing (default 5; 0 disables following). Cycles always fail.
+    ///
+    /// The loader follows redirects itself (AsyncHTTPClient's following is off) so each hop is checked before it
+    /// is sent: only `http`/`https` targets; 301/302 turn POST into GET and 303 anything but HEAD into GET;
+    /// `Authorization`, `Proxy-Authorization` and `Cookie` are dropped when a hop leaves the origin (scheme, host,
+    /// port), as browsers do; with ``ImageOptions/handleCookies`` each hop gets the jar's cookies for its URL.
     public var maximumRedirects: Int = 5
+    /// Decides every redirect hop before it is sent: `from` is the URL that answered with the redirect, `to` the
+    /// resolved target. Returning false fails the load with ``ImageError/Code/redirectRefused`` (stage
+    /// `download`); the target is never contacted. Called on a NIO event loop, without locks: keep it fast and
+    /// non-blocking. Nil (the default) allows every hop that the rules of ``maximumRedirects`` allow.
+    public var redirectFilter: (@Sendable (_ from: URL, _ to: URL) -> Bool)?
     /// Retries for 5xx answers and connection failures; nil (the default) never retries.
     public var retry: HTTPRetryPolicy?
     /// Where the loader logs (debug for each transfer, warning for failures other than cancellation).
@@ -95,6 +118,28 @@ public struct HTTPLoaderConfiguration: Sendable {
         }
         for (name, value) in headers { request[header: name] = value }
         return request.headers
+    }
+}
+
+/// A minimum transfer rate: at least ``bytes`` in every window of ``seconds``, checked once a transfer is
+/// ``gracePeriod`` seconds old (the first window always counts, so a slow start is judged after one window).
+///
+/// Bytes of redirect responses count; time waiting in the loader's queue does not. Checked by a timer a quarter
+/// window apart, so a transfer that is too slow ends between one and one and a quarter windows after it fell
+/// below the rate (or after the grace period).
+public struct HTTPTransferRate: Sendable, Hashable {
+    /// Bytes that must arrive in each window.
+    public var bytes: Int
+    /// The window, seconds.
+    public var seconds: Double
+    /// Seconds after the request is sent before the rate is checked (default: one window).
+    public var gracePeriod: Double
+
+    /// Creates a rate of `bytes` per `seconds`, checked after `gracePeriod` (default: `seconds`).
+    public init(bytes: Int, seconds: Double, gracePeriod: Double? = nil) {
+        self.bytes = max(0, bytes)
+        self.seconds = seconds
+        self.gracePeriod = gracePeriod ?? seconds
     }
 }
 

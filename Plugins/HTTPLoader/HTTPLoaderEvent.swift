@@ -43,9 +43,11 @@ final class EventBroadcaster: Sendable {
     }
 
     private let state = Mutex(State())
+    /// Mirrors `continuations.count`, so a loader nobody observes pays an atomic load per event, not a lock.
+    private let listeners = Atomic<Int>(0)
 
     /// True when somebody listens; lets the loader skip building events nobody reads.
-    var hasListeners: Bool { state.withLock { !$0.continuations.isEmpty } }
+    var hasListeners: Bool { listeners.load(ordering: .acquiring) > 0 }
 
     func makeStream(bufferingNewest limit: Int) -> AsyncStream<HTTPLoaderEvent> {
         let (stream, continuation) = AsyncStream.makeStream(
@@ -53,15 +55,21 @@ final class EventBroadcaster: Sendable {
         let id = state.withLock { state -> Int in
             state.nextID += 1
             state.continuations[state.nextID] = continuation
+            listeners.store(state.continuations.count, ordering: .releasing)
             return state.nextID
         }
         continuation.onTermination = { [weak self] _ in
-            _ = self?.state.withLock { $0.continuations.removeValue(forKey: id) }
+            guard let self else { return }
+            self.state.withLock { state in
+                state.continuations.removeValue(forKey: id)
+                self.listeners.store(state.continuations.count, ordering: .releasing)
+            }
         }
         return stream
     }
 
     func yield(_ event: @autoclosure () -> HTTPLoaderEvent) {
+        guard hasListeners else { return }
         let continuations = state.withLock { Array($0.continuations.values) }
         guard !continuations.isEmpty else { return }
         let event = event()
@@ -70,7 +78,10 @@ final class EventBroadcaster: Sendable {
 
     func finishAll() {
         let continuations = state.withLock { state -> [AsyncStream<HTTPLoaderEvent>.Continuation] in
-            defer { state.continuations = [:] }
+            defer {
+                state.continuations = [:]
+                listeners.store(0, ordering: .releasing)
+            }
             return Array(state.continuations.values)
         }
         for continuation in continuations { continuation.finish() }

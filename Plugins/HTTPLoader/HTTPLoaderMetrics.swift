@@ -6,10 +6,10 @@ import Synchronization
 /// The loader's swift-metrics instruments, created once per loader with the configured factory.
 ///
 /// Labels (with the default prefix): `webimage_http_requests_total` (transfers sent, retries included),
-/// `webimage_http_bytes_total` (body bytes received), `webimage_http_duration` (timer, per finished or failed
-/// transfer), `webimage_http_coalesced_total` (callers that joined an existing transfer),
-/// `webimage_http_failures_total` with dimension `kind` = the ``ImageError/Code`` name, and
-/// `webimage_http_cancelled_total`.
+/// `webimage_http_bytes_total` (bytes received, redirect bodies included, added when a transfer ends),
+/// `webimage_http_duration` (timer, per finished or failed transfer), `webimage_http_coalesced_total` (callers
+/// that joined an existing transfer), `webimage_http_failures_total` with dimension `kind` = the
+/// ``ImageError/Code`` name, and `webimage_http_cancelled_total`.
 final class HTTPLoaderMetrics: Sendable {
     let requests: Counter
     let bytes: Counter

@@ -3,18 +3,28 @@ import ImageCore
 
 /// How a finished transfer turns into each caller's result, events, metrics and log lines.
 extension Transfer {
-    /// Applies one caller's response modifier and decryptor to the shared result (outside every lock).
+    /// One caller's result from the shared one (outside every lock, on the callback queue): its own response
+    /// (decided at the head, or now for a caller that joined later, then checked like any response), its
+    /// header check if it never answered, its decryptor.
     static func personalize(
-        _ result: Result<LoadedImageData, ImageError>, for caller: Caller
+        _ result: Result<LoadedImageData, ImageError>, for caller: Caller, personalResponse: ResponseMetadata?,
+        headerCheck: DownloadHeaderCheck?, acceptable validator: ResponseValidator
     ) -> Result<LoadedImageData, ImageError> {
         guard case .success(var loaded) = result else { return result }
-        if let modifier = caller.responseModifier {
+        if let personalResponse {
+            loaded.response = personalResponse
+        } else if let modifier = caller.responseModifier {
             guard let response = modifier.modifiedResponse(for: loaded.response) else {
-                return .failure(
-                    ImageError(.invalidDownloadResponse, stage: .download, message: "the response modifier refused it"))
+                return .failure(refusedByModifier())
             }
+            if let error = validator.error(for: response) { return .failure(error) }
             loaded.response = response
         }
+        if loaded.response.statusCode == 304 {
+            return .failure(
+                ImageError(.cacheNotModified, stage: .download, message: "304 Not Modified", statusCode: 304))
+        }
+        if let headerCheck, case .reject(let error) = headerCheck(loaded.data) { return .failure(error) }
         if let decryptor = caller.decryptor {
             guard let data = decryptor.decryptedData(with: loaded.data, response: loaded.response) else {
                 return .failure(ImageError(.badImageData, stage: .download, message: "the decryptor returned nil"))
@@ -24,10 +34,11 @@ extension Transfer {
         return .success(loaded)
     }
 
-    func report(_ result: Result<LoadedImageData, ImageError>, duration: Duration, abandoned: Bool) {
+    func report(_ result: Result<LoadedImageData, ImageError>, duration: Duration, bytes: Int, abandoned: Bool) {
         let metrics = loader.metrics
         let logger = loader.logger
         metrics.duration.recordNanoseconds(duration.nanoseconds)
+        if bytes > 0 { metrics.bytes.increment(by: Int64(bytes)) }
         switch result {
         case .success(let loaded):
             let status = loaded.response.statusCode ?? 200

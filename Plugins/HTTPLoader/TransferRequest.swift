@@ -2,22 +2,38 @@ import ImageCore
 
 /// What one transfer sends; its ``key`` decides which callers share it.
 struct TransferRequest: Sendable {
+    /// Which requests share a transfer: the same method, URL and headers after the modifiers (names lowercased,
+    /// order ignored; credential-bearing headers compared in full, so different credentials never merge), the
+    /// same transfer options, and not private to one caller.
+    struct Key: Hashable, Sendable {
+        let method: String
+        let url: String
+        let headers: [String]
+        let insecure: Bool
+        let handleCookies: Bool
+        let timeout: Double
+        let privateTo: UInt64?
+    }
+
     let request: ImageRequest
     /// Uses the client without certificate verification (``ImageOptions/allowInvalidSSLCertificates``).
     let insecure: Bool
     /// Stores `Set-Cookie` answers in the loader's jar (``ImageOptions/handleCookies``).
     let handleCookies: Bool
-    /// Method, URL and every header after the modifiers (they may change the response), plus the options that
-    /// change the transfer. Names are lowercased and sorted so header order does not split identical requests.
-    let key: String
+    /// The total deadline in seconds (``TransferPace``).
+    let timeout: Double
+    let key: Key
 
-    init(request: ImageRequest, insecure: Bool, handleCookies: Bool) {
+    /// - Parameter privateTo: The caller the transfer belongs to alone (its context has a request modifier), or nil.
+    init(request: ImageRequest, insecure: Bool, handleCookies: Bool, timeout: Double, privateTo: UInt64?) {
         self.request = request
         self.insecure = insecure
         self.handleCookies = handleCookies
-        let headers = request.headers.map { "\($0.name.lowercased()):\($0.value)" }.sorted().joined(separator: "\n")
-        key =
-            "\(request.method) \(request.url.absoluteString)\n\(headers)\n"
-            + "insecure=\(insecure) cookies=\(handleCookies) timeout=\(request.timeout.map { "\($0)" } ?? "-")"
+        self.timeout = timeout
+        var headers = request.headers.map { $0.name.lowercased() + ":" + $0.value }
+        if headers.count > 1 { headers.sort() }
+        key = Key(
+            method: request.method, url: request.url.absoluteString, headers: headers, insecure: insecure,
+            handleCookies: handleCookies, timeout: timeout, privateTo: privateTo)
     }
 }

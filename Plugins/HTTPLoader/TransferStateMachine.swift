@@ -21,6 +21,8 @@ struct TransferStateMachine: Sendable {
         let id: SubscriberID
         /// Wants `partialData` with its progress (``ImageOptions/progressiveLoad``).
         let progressive: Bool
+        /// Has a progress callback; when no subscriber has one, no progress work is done at all.
+        var wantsProgress = true
     }
 
     /// A progress report for some subscribers.
@@ -68,6 +70,8 @@ struct TransferStateMachine: Sendable {
     private var flushScheduled = false
     /// Subscribers that joined in total (for the coalescing metric and event).
     private(set) var joinCount = 0
+    /// Subscribers with a progress callback.
+    private var listeners = 0
 
     init(progressByteInterval: Int = 64 * 1024, progressTimeInterval: UInt64 = 50_000_000) {
         self.progressByteInterval = progressByteInterval
@@ -76,13 +80,17 @@ struct TransferStateMachine: Sendable {
 
     var isFinished: Bool { state == .finished }
 
+    /// True when a subscriber has a progress callback (the shell reads the clock only then).
+    var hasListeners: Bool { listeners > 0 }
+
     /// A caller wants this transfer's result.
-    mutating func join(_ id: SubscriberID, progressive: Bool) -> JoinAction {
+    mutating func join(_ id: SubscriberID, progressive: Bool, wantsProgress: Bool = true) -> JoinAction {
         guard state != .finished else { return .transferEnded }
-        let subscriber = Subscriber(id: id, progressive: progressive)
+        let subscriber = Subscriber(id: id, progressive: progressive, wantsProgress: wantsProgress)
         subscribers.append(subscriber)
         joinCount += 1
-        guard receivedBytes > 0 else { return .joined(replay: nil) }
+        if wantsProgress { listeners += 1 }
+        guard receivedBytes > 0, wantsProgress else { return .joined(replay: nil) }
         return .joined(
             replay: ProgressReport(subscribers: [subscriber], received: receivedBytes, expected: expectedBytes))
     }
@@ -90,7 +98,7 @@ struct TransferStateMachine: Sendable {
     /// A caller leaves (cancelled, or refused by its own response modifier); the others keep the transfer.
     mutating func leave(_ id: SubscriberID) -> LeaveAction {
         guard state != .finished, let index = subscribers.firstIndex(where: { $0.id == id }) else { return .none }
-        subscribers.remove(at: index)
+        if subscribers.remove(at: index).wantsProgress { listeners -= 1 }
         guard subscribers.isEmpty else { return .completeSubscriber }
         let wasQueued = state == .queued
         state = .finished
@@ -134,7 +142,7 @@ struct TransferStateMachine: Sendable {
         guard case .running = state, count > 0 else { return .none }
         let first = receivedBytes == 0
         receivedBytes += count
-        guard !subscribers.isEmpty else { return .none }
+        guard listeners > 0 else { return .none }
         let elapsed = now &- lastReportTime
         let due =
             first || receivedBytes - lastReportedBytes >= progressByteInterval || elapsed >= progressTimeInterval
@@ -148,7 +156,7 @@ struct TransferStateMachine: Sendable {
     /// The flush timer fired: report the bytes held back, if any.
     mutating func flush(now: UInt64) -> ProgressReport? {
         flushScheduled = false
-        guard case .running = state, receivedBytes != lastReportedBytes, !subscribers.isEmpty else { return nil }
+        guard case .running = state, receivedBytes != lastReportedBytes, listeners > 0 else { return nil }
         return makeReport(now: now)
     }
 
@@ -165,8 +173,10 @@ struct TransferStateMachine: Sendable {
         state = .finished
         let remaining = subscribers
         subscribers = []
+        let listening = listeners > 0
+        listeners = 0
         var report: ProgressReport?
-        if succeeded, receivedBytes != lastReportedBytes, !remaining.isEmpty {
+        if succeeded, receivedBytes != lastReportedBytes, listening {
             report = ProgressReport(subscribers: remaining, received: receivedBytes, expected: expectedBytes)
         }
         return (remaining, report)

@@ -95,6 +95,133 @@ import Testing
         }
     }
 
+    @Test func statusAndContentTypeAreCheckedAfterTheResponseModifiers() async throws {
+        let body = Self.body
+        try await withServer(
+            loader: { $0.acceptableContentTypes = ["image/*"] },
+            script: { _ in .hold("go", then: .respond(headers: [("Content-Type", "image/png")], body: body)) }
+        ) { server, loader in
+            var notFound = ImageContext()
+            notFound.downloadResponseModifier = BlockResponseModifier { response in
+                var response = response
+                response.statusCode = 404
+                return response
+            }
+            var html = ImageContext()
+            html.downloadResponseModifier = BlockResponseModifier { response in
+                var response = response
+                response.contentType = "text/html"
+                return response
+            }
+            let missing = startLoad(loader, server.url("/m.png"), context: notFound).recorder
+            let page = startLoad(loader, server.url("/m.png"), context: html).recorder
+            let plain = startLoad(loader, server.url("/m.png")).recorder
+            #expect(await server.waitUntil { $0.requests.count == 1 })
+            server.open("go")
+            let error = try #require(await missing.result()?.error)
+            #expect(error.code == .invalidDownloadStatusCode)
+            #expect(error.statusCode == 404)
+            #expect(loader.shouldBlockFailedURL(server.url("/m.png"), error: error))
+            #expect(await page.result()?.error?.code == .invalidDownloadContentType)
+            #expect(await plain.result()?.value?.data == Data(body))
+            #expect(server.requests(to: "/m.png").count == 1)
+        }
+    }
+
+    @Test func aConfigurationModifierThatFailsTheStatusFailsEveryLoad() async throws {
+        try await withServer(
+            loader: {
+                $0.responseModifier = BlockResponseModifier { response in
+                    var response = response
+                    if response.headers["x-soft-404"] != nil { response.statusCode = 404 }
+                    return response
+                }
+            },
+            script: { _ in .respond(headers: [("X-Soft-404", "1")], body: Self.body) }
+        ) { server, loader in
+            let error = try #require(await load(loader, server.url("/soft"))?.error)
+            #expect(error.statusCode == 404)
+        }
+    }
+
+    @Test func aModifierCanAlsoRescueAStatus() async throws {
+        try await withServer(script: { _ in .respond(status: .notFound, body: Self.body) }) { server, loader in
+            var context = ImageContext()
+            context.downloadResponseModifier = BlockResponseModifier { response in
+                var response = response
+                response.statusCode = 200
+                return response
+            }
+            #expect(await load(loader, server.url("/custom-404.png"), context: context)?.value?.data == Data(Self.body))
+            #expect(await load(loader, server.url("/custom-404.png"))?.error?.statusCode == 404)
+        }
+    }
+
+    @Test func credentialedRequestsAreReportedToTheManager() async throws {
+        let url = URL(string: "https://img.example.com/a.png")!
+        let plain = makeLoader()
+        #expect(!plain.requestCarriesCredentials(for: url, options: [], context: ImageContext()))
+        #expect(!plain.requestCarriesCredentials(for: url, options: .handleCookies, context: ImageContext()))
+        var modified = ImageContext()
+        modified.downloadRequestModifier = BlockRequestModifier { $0 }
+        #expect(plain.requestCarriesCredentials(for: url, options: [], context: modified))
+        for header in ["Authorization", "cookie", "Proxy-Authorization"] {
+            plain.setValue("secret", forHTTPHeaderField: header)
+            #expect(plain.requestCarriesCredentials(for: url, options: [], context: ImageContext()), "\(header)")
+            plain.setValue(nil, forHTTPHeaderField: header)
+        }
+        #expect(!plain.requestCarriesCredentials(for: url, options: [], context: ImageContext()))
+        plain.cookieJar.store(setCookieHeaders: ["sid=1"], from: url)
+        #expect(plain.requestCarriesCredentials(for: url, options: .handleCookies, context: ImageContext()))
+        #expect(!plain.requestCarriesCredentials(for: url, options: [], context: ImageContext()))
+        #expect(
+            !plain.requestCarriesCredentials(
+                for: URL(string: "https://other.example.org/")!, options: .handleCookies, context: ImageContext()))
+        try await plain.shutdown()
+
+        let basic = makeLoader { $0.credentials = (user: "u", password: "p") }
+        #expect(basic.requestCarriesCredentials(for: url, options: [], context: ImageContext()))
+        try await basic.shutdown()
+        let header = makeLoader { $0.headers = [(name: "Authorization", value: "Bearer x")] }
+        #expect(header.requestCarriesCredentials(for: url, options: [], context: ImageContext()))
+        try await header.shutdown()
+        let global = makeLoader { $0.requestModifier = BlockRequestModifier { $0 } }
+        #expect(global.requestCarriesCredentials(for: url, options: [], context: ImageContext()))
+        try await global.shutdown()
+    }
+
+    @Test func differentCredentialsNeverShareATransfer() async throws {
+        let body = Self.body
+        try await withServer(script: { _ in .hold("go", then: .respond(body: body)) }) { server, loader in
+            loader.setValue("Bearer alice", forHTTPHeaderField: "Authorization")
+            let alice = startLoad(loader, server.url("/me.png")).recorder
+            let aliceAgain = startLoad(loader, server.url("/me.png")).recorder
+            loader.setValue("Bearer bob", forHTTPHeaderField: "Authorization")
+            let bob = startLoad(loader, server.url("/me.png")).recorder
+            // A caller's own request modifier makes its transfer private, even when it changes nothing.
+            var own = ImageContext()
+            own.downloadRequestModifier = BlockRequestModifier { $0 }
+            let mine = startLoad(loader, server.url("/me.png"), context: own).recorder
+            #expect(await server.waitUntil { $0.requests.count == 3 })
+            server.open("go")
+            for recorder in [alice, aliceAgain, bob, mine] { #expect(await recorder.result()?.value != nil) }
+            let sent = server.requests(to: "/me.png").compactMap { $0.header("Authorization") }.sorted()
+            #expect(sent == ["Bearer alice", "Bearer bob", "Bearer bob"])
+        }
+    }
+
+    @Test func cookiesAreNeitherStoredNorSentWithoutHandleCookies() async throws {
+        try await withServer(script: { _ in .respond(headers: [("Set-Cookie", "sid=1")], body: Self.body) }) {
+            server, loader in
+            _ = try #require(try await load(loader, server.url("/a.png"))?.get())
+            #expect(loader.cookieJar.count == 0)
+            _ = try #require(try await load(loader, server.url("/b.png"), options: .handleCookies)?.get())
+            #expect(loader.cookieJar.count == 1)
+            _ = try #require(try await load(loader, server.url("/c.png"))?.get())
+            #expect(server.requests(to: "/c.png").first?.header("Cookie") == nil)
+        }
+    }
+
     @Test func decryptorTransformsTheBytesPerCaller() async throws {
         let body = Self.body
         let key: UInt8 = 0x5A

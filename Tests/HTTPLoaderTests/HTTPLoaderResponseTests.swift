@@ -176,12 +176,11 @@ import Testing
 
     @Test func stallingServerTimesOutAndIsNotBlocked() async throws {
         try await withServer(loader: { $0.timeout = 1 }, script: { _ in .stall }) { server, loader in
-            let started = ContinuousClock.now
             let error = try #require(await load(loader, server.url("/stall"))?.error)
             #expect(error.code == .timedOut)
             #expect(!loader.shouldBlockFailedURL(server.url("/stall"), error: error))
-            // Bounded below only: proves the configured timeout, not the server's patience, ended it.
-            #expect(ContinuousClock.now - started >= .milliseconds(900))
+            // The idle (read) timeout ended it, not the transfer deadline or the server.
+            #expect("\(error)".contains("readTimeout"))
         }
     }
 

@@ -2,7 +2,9 @@ import Foundation
 import HTTPLoader
 import ImageCore
 import ImageTestSupport
+import MetricsTestKit
 import NIOHTTP1
+import PNGCoder
 import Testing
 
 /// The loader as users register it: the manager's default loader, against a real local server.
@@ -74,6 +76,43 @@ import Testing
                 #expect((error as any Error as? ImageError)?.code == .blockedURL)
             }
             #expect(server.requests(to: "/missing.png").count == 1)
+        }
+    }
+
+    @Test func aDecompressionBombIsCutAtItsHeaderOnceAndThenBlocked() async throws {
+        // A 65535x65535 PNG header in front of a 64 MiB body: the manager's header check (PNGCoder's probe and
+        // the pixel budget) makes the loader close the connection after the first read.
+        let header = [UInt8](PNGFixtures.headerOnly(width: 65535, height: 65535).prefix(33))
+        let metrics = TestMetrics()
+        try await withServer(
+            loader: {
+                $0.metricsFactory = metrics
+                $0.metricsPrefix = "e2e"
+            },
+            script: { _ in
+                .streamed(
+                    headers: [("Content-Type", "image/png")], prefix: header, totalLength: 64 << 20,
+                    chunkSize: 64 * 1024)
+            }
+        ) { server, loader in
+            let manager = ImageManager(
+                cache: RecordingCache(), loader: loader, coders: CodersManager(coders: [PNGCoder.shared]))
+            let url = server.url("/bomb.png")
+            var errors: [ImageError.Code] = []
+            for _ in 0..<3 {
+                do throws(ImageError) {
+                    _ = try await manager.loadImage(with: url)
+                    Issue.record("the bomb loaded")
+                } catch {
+                    errors.append(error.code)
+                }
+            }
+            #expect(errors == [.imageTooLarge, .blockedURL, .blockedURL])
+            #expect(server.requests(to: "/bomb.png").count == 1)
+            let received = try metrics.expectCounter("e2e_bytes_total").totalValue
+            #expect(received < 1 << 20)
+            #expect(await server.waitUntil(seconds: 10) { $0.abandonedResponses == 1 })
+            #expect(server.stats.value.bodyBytesWritten < 16 << 20)
         }
     }
 }

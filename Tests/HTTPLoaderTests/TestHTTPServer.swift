@@ -22,6 +22,11 @@ indirect enum ServerAction: Sendable {
     case hold(String, then: ServerAction)
     /// Sends the head and the first `split` bytes, waits for gate `name`, then sends the rest.
     case splitAtGate(String, headers: [(String, String)], body: [UInt8], split: Int)
+    /// A head announcing `totalLength` bytes, then `prefix` and filler bytes in `chunkSize` writes, each sent when
+    /// the previous one left (so ``TestHTTPServer/Stats/bodyBytesWritten`` counts what the socket took).
+    case streamed(headers: [(String, String)], prefix: [UInt8], totalLength: Int, chunkSize: Int)
+    /// A chunked PNG-typed body of one byte every `intervalMilliseconds`, forever (a hostile slow server).
+    case drip(intervalMilliseconds: Int64)
 }
 
 /// One request as the server saw it.
@@ -52,6 +57,8 @@ final class TestHTTPServer: Sendable {
         var maxInFlight = 0
         /// Connections that closed while a response was still unfinished.
         var abandonedResponses = 0
+        /// Body bytes of `.streamed` responses whose writes completed.
+        var bodyBytesWritten = 0
         var openGates: Set<String> = []
         var waiting: [String: [@Sendable () -> Void]] = [:]
     }
@@ -228,6 +235,23 @@ private final class ScriptedHTTPHandler: ChannelInboundHandler {
             let lingered =
                 provider?.setSoLinger(linger(l_onoff: 1, l_linger: 0)) ?? context.eventLoop.makeSucceededVoidFuture()
             lingered.whenComplete { _ in loopContext.value.close(promise: nil) }
+        case .streamed(let headers, let prefix, let total, let chunkSize):
+            var fields = HTTPHeaders(headers)
+            fields.replaceOrAdd(name: "Content-Length", value: "\(total)")
+            context.write(
+                wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: fields))), promise: nil)
+            let stats = self.stats
+            context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: prefix))))).whenSuccess {
+                stats.withLock { $0.bodyBytesWritten += prefix.count }
+            }
+            streamBody(total - prefix.count, chunkSize: chunkSize, context: context)
+        case .drip(let interval):
+            var fields = HTTPHeaders()
+            fields.add(name: "Content-Type", value: "image/png")
+            fields.add(name: "Transfer-Encoding", value: "chunked")
+            context.writeAndFlush(
+                wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: fields))), promise: nil)
+            dripForever(interval: interval, context: context)
         case .hold(let gate, let next):
             let resume = resumer(context: context) { handler, context in
                 handler.perform(next, context: context, keepAlive: keepAlive)
@@ -247,6 +271,30 @@ private final class ScriptedHTTPHandler: ChannelInboundHandler {
             }
             let resume = resumer(context: context, finish)
             if !park(at: gate, resume) { finish(self, context) }
+        }
+    }
+
+    private func streamBody(_ remaining: Int, chunkSize: Int, context: ChannelHandlerContext) {
+        guard active else { return }
+        guard remaining > 0 else { return end(context: context) }
+        let count = min(chunkSize, remaining)
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        let stats = self.stats
+        context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(repeating: 0x5A, count: count)))))
+            .assumeIsolated().whenSuccess {
+                stats.withLock { $0.bodyBytesWritten += count }
+                let (handler, context) = bound.value
+                handler.streamBody(remaining - count, chunkSize: chunkSize, context: context)
+            }
+    }
+
+    private func dripForever(interval: Int64, context: ChannelHandlerContext) {
+        guard active else { return }
+        context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: [0x89])))), promise: nil)
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(interval)) {
+            let (handler, context) = bound.value
+            handler.dripForever(interval: interval, context: context)
         }
     }
 

@@ -28,6 +28,25 @@ public enum Inputs {
     /// The HTTP path of 2 MP image `index`.
     public static func httpLargePath(_ index: Int) -> String { "large/\(String(format: "%03d", index)).jpg" }
 
+    /// Number of camera-like photos served over HTTP (13–231 KB, median 71 KB; 172 of them within 30–200 KB).
+    public static let httpPhotoCount = 200
+    /// The HTTP path of photo `index`.
+    public static func httpPhotoPath(_ index: Int) -> String { "photo/\(String(format: "%03d", index)).jpg" }
+
+    /// Distinct camera-like photos, mostly 30–200 KB, as a thumbnail or link-preview service fetches them: regions of
+    /// the 12 MP camera photo scaled down 2:1 (as cameras and CMSs make web sizes) to 640x480 … 1280x960, quality
+    /// 80–92, taken all over the frame.
+    public static func httpPhotoImage(_ index: Int) -> Data {
+        let sizes = [(640, 480), (800, 600), (1024, 768), (1280, 960)]
+        let (width, height) = sizes[index % sizes.count]
+        let quality = [80, 85, 90, 92][(index / sizes.count) % 4]
+        let cell = index / sizes.count  // 50 positions on a 10x5 grid
+        let x = (cell % 10) * ((photo12MP.width - 2 * width) / 9)
+        let y = (cell / 10 % 5) * ((photo12MP.height - 2 * height) / 4)
+        let region = photo12MP.crop(x: x, y: y, width: 2 * width, height: 2 * height)
+        return CEncode.jpeg(region.halved(), quality: quality)
+    }
+
     /// Distinct small JPEGs: 128x128 crops of the photo on a grid, quality 80.
     public static func httpSmallImage(_ index: Int) -> Data {
         let columns = 40

@@ -62,6 +62,24 @@ public struct Pixels: Sendable {
         return Pixels(width: w, height: h, channels: channels, bytes: out)
     }
 
+    /// Half the size in each direction, each pixel the average of a 2x2 block (odd edges dropped).
+    public func halved() -> Pixels {
+        let w = width / 2
+        let h = height / 2
+        var out = [UInt8](repeating: 0, count: w * h * channels)
+        for y in 0..<h {
+            for x in 0..<w {
+                for c in 0..<channels {
+                    let a = (2 * y * width + 2 * x) * channels + c
+                    let b = a + width * channels
+                    let sum = Int(bytes[a]) + Int(bytes[a + channels]) + Int(bytes[b]) + Int(bytes[b + channels])
+                    out[(y * w + x) * channels + c] = UInt8((sum + 2) / 4)
+                }
+            }
+        }
+        return Pixels(width: w, height: h, channels: channels, bytes: out)
+    }
+
     /// RGB → RGBA with opaque alpha (RGBA input is returned as is).
     public func rgba() -> Pixels {
         guard channels == 3 else { return self }

@@ -37,6 +37,9 @@ do {
     for index in 0..<Inputs.httpLargeCount {
         try write(Inputs.httpLargeImage(index), "http/" + Inputs.httpLargePath(index))
     }
+    for index in 0..<Inputs.httpPhotoCount {
+        try write(Inputs.httpPhotoImage(index), "http/" + Inputs.httpPhotoPath(index))
+    }
     print("inputs written to \(root.path)")
 } catch {
     FileHandle.standardError.write(Data("ExportInputs: \(error)\n".utf8))
