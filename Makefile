@@ -2,7 +2,7 @@
 SWIFT ?= swift
 CORPUS ?= $(abspath ../shared/corpus)
 
-.PHONY: demo test deps test-deps lint format bench
+.PHONY: demo test deps test-deps lint format bench fuzz
 
 deps:
 	@scripts/install-deps.sh
@@ -27,3 +27,7 @@ format:
 ## Benchmarks (release build, separate package); see CONTRIBUTING.md.
 bench: deps
 	cd Benchmarks && $(SWIFT) package --allow-writing-to-package-directory benchmark
+
+## libFuzzer targets (Fuzz/ package), FUZZ_SECONDS each (default 60), FUZZ_TARGETS to pick; see CONTRIBUTING.md.
+fuzz: deps
+	IMAGE_CORPUS="$${IMAGE_CORPUS:-$(CORPUS)}" scripts/fuzz.sh $(FUZZ_TARGETS)

@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "JPEGCoder", targets: ["JPEGCoder"]),
         .library(name: "WebPCoder", targets: ["WebPCoder"]),
         .library(name: "GIFCoder", targets: ["GIFCoder"]),
+        .library(name: "AVIFCoder", targets: ["AVIFCoder"]),
         .library(name: "MemoryCache", targets: ["MemoryCache"]),
         .library(name: "DiskCache", targets: ["DiskCache"]),
         .library(name: "HTTPLoader", targets: ["HTTPLoader"]),
@@ -47,12 +48,17 @@ let package = Package(
         .systemLibrary(
             name: "CGIF", path: "Plugins/CGIF",
             providers: [.apt(["libgif-dev"])]),
+        // No pkgConfig: libavif.pc only adds -DAVIF_DLL (a Windows import flag), which SwiftPM refuses with a warning.
+        .systemLibrary(
+            name: "CAVIF", path: "Plugins/CAVIF",
+            providers: [.apt(["libavif-dev"])]),
 
         // MARK: Coder plugins
         .target(name: "PNGCoder", dependencies: ["ImageCore", "CPNG", "CPNGShim"], path: "Plugins/PNGCoder"),
         .target(name: "JPEGCoder", dependencies: ["ImageCore", "CJPEG"], path: "Plugins/JPEGCoder"),
         .target(name: "WebPCoder", dependencies: ["ImageCore", "CWebP"], path: "Plugins/WebPCoder"),
         .target(name: "GIFCoder", dependencies: ["ImageCore", "CGIF"], path: "Plugins/GIFCoder"),
+        .target(name: "AVIFCoder", dependencies: ["ImageCore", "CAVIF"], path: "Plugins/AVIFCoder"),
 
         // MARK: Cache plugins
         .target(name: "MemoryCache", dependencies: ["ImageCore"], path: "Plugins/MemoryCache"),
@@ -96,7 +102,7 @@ let package = Package(
             name: "WebImage",
             dependencies: [
                 "ImageCore", "PNGCoder", "JPEGCoder", "WebPCoder", "GIFCoder", "MemoryCache", "DiskCache",
-                "HTTPLoader", "ImageTransformers",
+                "HTTPLoader", "ImageTransformers", "AVIFCoder",
             ],
             path: "Sources/WebImage"),
         .executableTarget(
@@ -116,9 +122,10 @@ let package = Package(
         .testTarget(name: "JPEGCoderTests", dependencies: ["JPEGCoder", "ImageTestSupport"]),
         .testTarget(name: "WebPCoderTests", dependencies: ["WebPCoder", "ImageTestSupport"]),
         .testTarget(name: "GIFCoderTests", dependencies: ["GIFCoder", "ImageTestSupport"]),
+        .testTarget(name: "AVIFCoderTests", dependencies: ["AVIFCoder", "CAVIF", "ImageTestSupport"]),
         .testTarget(
             name: "CoderConformanceTests",
-            dependencies: ["PNGCoder", "JPEGCoder", "WebPCoder", "GIFCoder", "ImageTestSupport"]),
+            dependencies: ["PNGCoder", "JPEGCoder", "WebPCoder", "GIFCoder", "AVIFCoder", "ImageTestSupport"]),
         .testTarget(name: "MemoryCacheTests", dependencies: ["MemoryCache", "ImageTestSupport"]),
         .testTarget(name: "DiskCacheTests", dependencies: ["DiskCache", "MemoryCache", "ImageTestSupport"]),
         .testTarget(

@@ -41,10 +41,12 @@ let package = Package(
             dependencies: [benchmark],
             path: "Sources/BenchMetrics"
         ),
+        // Raw libavif calls, the AVIF baseline (its own target so only the AVIF suite links libavif).
+        .target(name: "CAVIFBaseline", path: "Sources/CAVIFBaseline", linkerSettings: [.linkedLibrary("avif")]),
         // Writes the benchmark inputs to a directory for vips / Pillow / nginx (run.sh calls it).
         .executableTarget(
             name: "ExportInputs",
-            dependencies: ["BenchSupport", "CBaselines"],
+            dependencies: ["BenchSupport", "CBaselines", "CAVIFBaseline"],
             path: "Sources/ExportInputs"
         ),
         .executableTarget(
@@ -71,6 +73,12 @@ let package = Package(
             name: "TransformBenchmarks",
             dependencies: [benchmark, "BenchSupport", "BenchMetrics"] + sdk("ImageCore", "ImageTransformers"),
             path: "Benchmarks/TransformBenchmarks",
+            plugins: benchmarkPlugin
+        ),
+        .executableTarget(
+            name: "AVIFBenchmarks",
+            dependencies: [benchmark, "BenchSupport", "BenchMetrics", "CAVIFBaseline"] + sdk("ImageCore", "AVIFCoder"),
+            path: "Benchmarks/AVIFBenchmarks",
             plugins: benchmarkPlugin
         ),
         .executableTarget(

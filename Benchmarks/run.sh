@@ -41,7 +41,7 @@ $PY -c 'import PIL' 2>/dev/null || need+=(python3-pil)
 command -v wrk >/dev/null || need+=(wrk)
 [[ -x /usr/sbin/nginx ]] || command -v nginx >/dev/null || need+=(nginx-light)
 $PY -c 'import httpx' 2>/dev/null || need+=(python3-httpx)
-for pkg in libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev; do
+for pkg in libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev libavif-dev; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if ((${#need[@]})); then
@@ -62,7 +62,7 @@ log "2/7 build (release)"
 # Target by target, so one SDK plugin that does not compile costs only its own rows (reported as n/a).
 SKIP=()
 "$SWIFT" build -c release --product ExportInputs >&2
-for target in CoreBenchmarks CoderBenchmarks CacheBenchmarks TransformBenchmarks HTTPBenchmarks; do
+for target in CoreBenchmarks CoderBenchmarks CacheBenchmarks TransformBenchmarks HTTPBenchmarks AVIFBenchmarks; do
     if ! "$SWIFT" build -c release --product "$target" >"$WORK/build-$target.log" 2>&1; then
         echo "NOT MEASURED: $target does not build; its errors:" >&2
         grep -E "error:" "$WORK/build-$target.log" | sort -u | head -10 >&2
@@ -249,6 +249,14 @@ with open(out_path, "w") as f:
     json.dump(results, f, indent=1)
 PYEOF
 
+# Pillow's AVIF plugin (Debian's python3-pil has none): a venv with Pillow from PyPI, on the AVIF inputs.
+AVIF_VENV="$HERE/.build/pillow-avif-venv"
+[[ -x "$AVIF_VENV/bin/python" ]] || $PY -m venv "$AVIF_VENV" >&2 || true
+"$AVIF_VENV/bin/python" -c 'from PIL import features; assert features.check("avif")' 2>/dev/null \
+    || "$AVIF_VENV/bin/pip" install --quiet --upgrade pillow >&2 || true
+"$AVIF_VENV/bin/python" "$HERE/avif_pillow.py" "$INPUTS" "$WORK/external-avif.json" "$EXT_RUNS" >&2 \
+    || echo "Pillow AVIF baseline not measured (no Pillow with AVIF support)" >&2
+
 # ---------------------------------------------------------------------------------------------------------------
 log "7/7 report"
 LOAD="$(cut -d' ' -f1-3 /proc/loadavg)"
@@ -257,6 +265,8 @@ import glob, json, os, re, sys, datetime
 results_dir, ext_path, out_path, load, elapsed, sweep_n, load_start, not_built_path = sys.argv[1:9]
 not_built = open(not_built_path).read().split() if os.path.exists(not_built_path) else []
 ext = json.load(open(ext_path))
+avif_ext_path = os.path.join(os.path.dirname(ext_path), "external-avif.json")
+if os.path.exists(avif_ext_path): ext.update(json.load(open(avif_ext_path)))
 UNITS = {"ns": 1, "μs": 1e3, "us": 1e3, "ms": 1e6, "s": 1e9}
 
 # One TSV per benchmark and metric: "<baseline>.<target>.<name>.<metric>.histogram.percentiles.tsv", rows
@@ -377,6 +387,16 @@ for label, count, desc in [("small1000", 1000, "1,000 small JPEGs"), ("2MP100", 
         limit = 2 / (dec / 1e9) if dec else None
         row("5", f"{desc}, c={c}: manager path vs decode-bound limit (2 cores ÷ {fmt_time(dec)} per decode)",
             f"{ips:,.0f} img/s" if ips else "n/a", f"{limit:,.0f} img/s" if limit else "n/a", ratio(ips, limit), "—", "≥ 0.8×")
+
+# Issue 12 — AVIF (2 MP; one thread; quantizer 9 = quality 0.85; Pillow bundles its own, newer libavif)
+time_row("12", "AVIF 2 MP decode: SDK vs raw libavif", S("AVIF_2MP_decode_SDK"), S("AVIF_2MP_decode_C"), "≤ 1.05×")
+time_row("12", f"AVIF 2 MP decode: SDK vs Pillow {ext.get('pillow_version', '')} (libavif {ext.get('pillow_libavif', 'n/a')})",
+         S("AVIF_2MP_decode_SDK"), E("pillow_avif_2MP_decode"))
+for label, speed in [("fast", 10), ("balanced", 6)]:
+    time_row("12", f"AVIF 2 MP encode, speed {speed}: SDK vs raw libavif", S(f"AVIF_2MP_encode_{label}_SDK"),
+             S(f"AVIF_2MP_encode_{label}_C"), "≤ 1.05×")
+    time_row("12", f"AVIF 2 MP encode, speed {speed}: SDK vs Pillow", S(f"AVIF_2MP_encode_{label}_SDK"),
+             E(f"pillow_avif_2MP_encode_{label}"))
 
 head = [
     "# WebImage benchmark results",

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every test of the project: the package suites, the coder suites under AddressSanitizer, and the examples.
-# Environment: IMAGE_CORPUS (the shared conformance corpus), SKIP_ASAN=1 / SKIP_EXAMPLES=1 to shorten local runs.
+# Environment: IMAGE_CORPUS (the shared conformance corpus), SKIP_ASAN=1 / SKIP_EXAMPLES=1 to shorten local runs,
+# RUN_FUZZ=1 to build the libFuzzer targets and run each for FUZZ_SECONDS (default 20).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,7 +17,7 @@ $swift build --build-tests
 # One test target at a time: several suites measure scheduling (a starved cooperative pool, timeouts against a
 # stalling server), which the CPU-heavy coder and conformance suites would disturb on a 2-core machine.
 targets=(ImageCoreTests HTTPLoaderTests MemoryCacheTests DiskCacheTests PNGCoderTests JPEGCoderTests
-    WebPCoderTests GIFCoderTests CoderConformanceTests ImageTransformersTests WebImageTests RedisCacheTests)
+    WebPCoderTests GIFCoderTests AVIFCoderTests CoderConformanceTests ImageTransformersTests WebImageTests RedisCacheTests)
 : > .build/test-output.txt
 for target in "${targets[@]}"; do
     step "$target"
@@ -33,11 +34,16 @@ if [ "${SKIP_ASAN:-0}" != "1" ]; then
     step "coder tests under AddressSanitizer"
     set +e
     ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$PWD/scripts/lsan-suppressions.txt $swift test --sanitize=address --scratch-path .build-asan \
-        --filter 'PNGCoderTests|JPEGCoderTests|WebPCoderTests|GIFCoderTests|CoderConformanceTests' 2>&1 \
+        --filter 'PNGCoderTests|JPEGCoderTests|WebPCoderTests|GIFCoderTests|AVIFCoderTests|CoderConformanceTests' 2>&1 \
         | tee .build/asan-output.txt | grep -vE ' started\.$' | tail -60
     status=${PIPESTATUS[0]}
     set -e
     [ "$status" -eq 0 ] || { echo "test.sh: AddressSanitizer run failed"; exit "$status"; }
+fi
+
+if [ "${RUN_FUZZ:-0}" = "1" ]; then
+    step "fuzz targets, ${FUZZ_SECONDS:-20} s each"
+    FUZZ_SECONDS=${FUZZ_SECONDS:-20} scripts/fuzz.sh
 fi
 
 if [ "${SKIP_EXAMPLES:-0}" != "1" ]; then

@@ -92,6 +92,18 @@ check webp logo.webp WEBP 300 200
 timeout 60 "$tool" "$base/banner.webp" --output gif --cache-dir cache --format gif --max-size 100x100
 check gif banner.gif GIF 100 100
 
+echo "==> avif: encode, then fetch the AVIF back from the server and decode it to PNG"
+timeout 120 "$tool" "$base/logo.png" --output avif --cache-dir cache --format avif --quality 70 --max-size 150x150
+"$python" - avif/logo.avif <<'PY' || fail "avif/logo.avif is not an AVIF file"
+import sys
+data = open(sys.argv[1], "rb").read()
+assert data[4:8] == b"ftyp" and b"avif" in data[8:32], data[:32]
+print(f"  logo.avif: AVIF, {len(data)} bytes")
+PY
+cp avif/logo.avif site/logo.avif
+timeout 60 "$tool" "$base/logo.avif" --output avif-back --cache-dir cache --format png
+check avif-back logo.png PNG 150 150
+
 echo "==> a missing image fails the run"
 if timeout 60 "$tool" "$base/missing.png" --output missing --cache-dir cache 2>missing.txt; then
     fail "a 404 did not fail the run"

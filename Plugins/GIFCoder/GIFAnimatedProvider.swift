@@ -10,13 +10,19 @@ final class GIFAnimatedProvider: AnimatedImageProvider {
     private let structure: GIFStructure
     private let bytes: [UInt8]
     private let target: PixelSize
+    private let budget: AnimationBudget
     private let compositor: Mutex<GIFCompositor?>
 
-    /// Creates a provider; `compositor`, when given, continues from where the caller left it.
-    init(bytes: [UInt8], structure: GIFStructure, target: PixelSize, compositor: sending GIFCompositor?) {
+    /// Creates a provider; `compositor`, when given, continues from where the caller left it. Each pass through
+    /// the frames is charged to `budget`'s work limit.
+    init(
+        bytes: [UInt8], structure: GIFStructure, target: PixelSize, budget: AnimationBudget,
+        compositor: sending GIFCompositor?
+    ) {
         self.bytes = bytes
         self.structure = structure
         self.target = target
+        self.budget = budget
         self.compositor = Mutex(compositor)
     }
 
@@ -33,10 +39,10 @@ final class GIFAnimatedProvider: AnimatedImageProvider {
 
     func frame(at index: Int) throws -> ImageFrame {
         let canvas = try compositor.withLock { (state: inout GIFCompositor?) throws(ImageError) -> [UInt8] in
-            if state == nil { state = try GIFCompositor(bytes: bytes, structure: structure) }
+            if state == nil { state = try GIFCompositor(bytes: bytes, structure: structure, budget: budget) }
             return try state!.canvas(at: index)
         }
         // Resampling runs outside the lock: it needs only this frame's pixels.
-        return GIFCoder.makeFrame(canvas, structure: structure, target: target, duration: duration(at: index))
+        return try GIFCoder.makeFrame(canvas, structure: structure, target: target, duration: duration(at: index))
     }
 }

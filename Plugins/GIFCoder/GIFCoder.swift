@@ -49,8 +49,13 @@ public final class GIFCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendable
     public func makeAnimatedProvider(for data: Data, options: ImageDecodeOptions) throws -> any AnimatedImageProvider {
         let bytes = [UInt8](data)
         let structure = try GIFStructure.scan(bytes, options: options)
+        if structure.exceededFrameLimit {
+            // The caller asked for the animation itself: a truncated frame list would misrepresent it.
+            try options.animationBudget.checkFrameCount(options.maxFrameCount + 1)
+        }
         let target = options.targetSize(forSourceWidth: structure.width, height: structure.height)
-        return GIFAnimatedProvider(bytes: bytes, structure: structure, target: target, compositor: nil)
+        return GIFAnimatedProvider(
+            bytes: bytes, structure: structure, target: target, budget: options.animationBudget, compositor: nil)
     }
 
     /// True when `data` starts like a GIF (the header may still be incomplete).
@@ -79,34 +84,51 @@ public final class GIFCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendable
     static func makeImage(
         bytes: [UInt8], structure: GIFStructure, options: ImageDecodeOptions, isPartial: Bool
     ) throws(ImageError) -> Image {
-        let compositor = try GIFCompositor(bytes: bytes, structure: structure)
         let target = options.targetSize(forSourceWidth: structure.width, height: structure.height)
+        let budget = options.animationBudget
+        var count = options.firstFrameOnly || isPartial || structure.exceededFrameLimit ? 1 : structure.frames.count
+        if count > 1 && options.preloadAllFrames {
+            // Every frame will be held and decoded once: refuse before any pixel is decoded.
+            do throws(ImageError) {
+                try budget.checkMaterialization(frameCount: count, pixelsPerFrame: target.width * target.height)
+                var work = 0
+                try budget.spendWork(structure.workPixels(frames: count), from: &work)
+            } catch {
+                guard budget.onExceeded == .firstFrameOnly else { throw error }
+                count = 1
+            }
+        }
+        let compositor = try GIFCompositor(bytes: bytes, structure: structure, budget: budget)
         let metadata = ImageMetadata(
             iccProfile: structure.iccProfile, sourcePixelWidth: structure.width, sourcePixelHeight: structure.height,
             isPartial: isPartial)
-        let count = options.firstFrameOnly || isPartial ? 1 : structure.frames.count
         let still = count == 1
         func frame(_ index: Int) throws(ImageError) -> ImageFrame {
-            makeFrame(
+            try makeFrame(
                 try compositor.canvas(at: index), structure: structure, target: target,
                 duration: still ? 0 : structure.frames[index].duration)
         }
         if still || options.preloadAllFrames {
             var frames: [ImageFrame] = []
             for index in 0..<count { frames.append(try frame(index)) }
-            return Image(frames: frames, loopCount: structure.loopCount, format: .gif, metadata: metadata)
+            return Image(
+                frames: frames, loopCount: structure.loopCount, format: .gif, metadata: metadata,
+                animationBudget: budget)
         }
         let first = try frame(0)
-        let provider = GIFAnimatedProvider(bytes: bytes, structure: structure, target: target, compositor: compositor)
+        let provider = GIFAnimatedProvider(
+            bytes: bytes, structure: structure, target: target, budget: budget, compositor: compositor)
         return Image(
             frames: [first], frameCount: count, loopCount: structure.loopCount, format: .gif, metadata: metadata,
-            animatedProvider: provider)
+            animatedProvider: provider, animationBudget: budget)
     }
 
-    static func makeFrame(_ canvas: [UInt8], structure: GIFStructure, target: PixelSize, duration: Double) -> ImageFrame
-    {
-        let full = PixelBuffer(
-            width: structure.width, height: structure.height, layout: .rgba8, alphaMode: .straight, bytes: canvas)
+    static func makeFrame(
+        _ canvas: [UInt8], structure: GIFStructure, target: PixelSize, duration: Double
+    ) throws(ImageError) -> ImageFrame {
+        let full = try PixelBuffer(
+            width: structure.width, height: structure.height, layout: .rgba8, alphaMode: .straight,
+            validating: canvas)
         return ImageFrame(pixels: full.areaResampled(width: target.width, height: target.height), duration: duration)
     }
 }

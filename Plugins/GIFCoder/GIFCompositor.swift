@@ -5,10 +5,16 @@ import ImageCore
 ///
 /// Keeps one giflib handle, the canvas and, for "restore previous" frames, the rectangle it will restore, so
 /// playing frames in order costs one frame decode each; asking for an earlier frame restarts from frame 0.
-/// Frames partly outside the canvas are clipped; palette indices without a colour are not drawn.
+/// Frames partly outside the canvas are clipped; palette indices without a colour are not drawn. A frame whose
+/// clipped rectangle is empty is not decompressed at all, and decompression of a frame stops after its last row
+/// that reaches the canvas, so pixels that are clipped away cost nothing. The decompressed pixels of one pass
+/// through the animation are charged to ``AnimationBudget/maxWorkPixelCount`` (the pass restarts with frame 0).
 /// Not thread-safe: used by one decode call, or under the lock of ``GIFAnimatedProvider``.
 final class GIFCompositor {
     let structure: GIFStructure
+    private let budget: AnimationBudget
+    /// Frame pixels decompressed in the current pass.
+    private(set) var workSpent = 0
     private let bytes: [UInt8]
     private var handle: GIFDecodeHandle
     private var canvas: [UInt8]
@@ -18,14 +24,34 @@ final class GIFCompositor {
     /// The last drawn frame, its clipped rectangle and, for disposal 3, the pixels under it before it was drawn.
     private var pending: (frame: GIFFrameInfo, rect: ClipRect, saved: [UInt8]?)?
 
+    /// A frame's rectangle clipped to the canvas. Never inverted: an empty rectangle has `x0 == x1` or
+    /// `y0 == y1`, so loops over its rows and columns run zero times.
     struct ClipRect {
-        var x0: Int, y0: Int, x1: Int, y1: Int
+        let x0: Int, y0: Int, x1: Int, y1: Int
         var isEmpty: Bool { x0 >= x1 || y0 >= y1 }
+
+        /// The part of the frame `left, top, width, height` that lies on a `canvasWidth × canvasHeight` canvas.
+        init(left: Int, top: Int, width: Int, height: Int, canvasWidth: Int, canvasHeight: Int) {
+            x0 = min(max(0, left), canvasWidth)
+            y0 = min(max(0, top), canvasHeight)
+            x1 = max(x0, min(canvasWidth, left + width))
+            y1 = max(y0, min(canvasHeight, top + height))
+        }
     }
 
-    init(bytes: [UInt8], structure: GIFStructure) throws(ImageError) {
+    /// Counts work across compositors for tests; bound per task with `GIFCompositor.$meter.withValue`.
+    final class WorkMeter: @unchecked Sendable {
+        // Confined to the task that binds it (decoding is synchronous on that task); no lock needed.
+        var framesDecompressed = 0
+        var pixelsDecompressed = 0
+    }
+
+    @TaskLocal static var meter: WorkMeter?
+
+    init(bytes: [UInt8], structure: GIFStructure, budget: AnimationBudget) throws(ImageError) {
         self.bytes = bytes
         self.structure = structure
+        self.budget = budget
         self.handle = try GIFDecodeHandle(bytes: bytes)
         self.canvas = [UInt8](repeating: 0, count: structure.width * structure.height * 4)
     }
@@ -45,20 +71,27 @@ final class GIFCompositor {
         canvas = [UInt8](repeating: 0, count: structure.width * structure.height * 4)
         nextIndex = 0
         pending = nil
-    }
-
-    private func clip(_ frame: GIFFrameInfo) -> ClipRect {
-        ClipRect(
-            x0: max(0, frame.left), y0: max(0, frame.top), x1: min(structure.width, frame.left + frame.width),
-            y1: min(structure.height, frame.top + frame.height))
+        workSpent = 0
     }
 
     /// Disposes of the previous frame, then decodes and draws the next one.
     private func advance() throws(ImageError) {
-        disposePrevious()
         let frame = structure.frames[nextIndex]
-        let rect = clip(frame)
-        let saved = frame.disposal == 3 && !rect.isEmpty ? copyRect(rect) : nil
+        let rect = structure.clip(frame)
+        let rows = structure.rowsToDecompress(frame)
+        try budget.spendWork(rows * frame.width, from: &workSpent)
+        disposePrevious()
+        guard rows > 0 else {
+            // Nothing of this frame reaches the canvas: no pixels to decompress, nothing to dispose of later.
+            pending = nil
+            nextIndex += 1
+            return
+        }
+        if let meter = Self.meter {
+            meter.framesDecompressed += 1
+            meter.pixelsDecompressed += rows * frame.width
+        }
+        let saved = frame.disposal == 3 ? copyRect(rect) : nil
 
         handle.reader.cursor = frame.descriptorOffset
         guard try handle.nextRecord() == IMAGE_DESC_RECORD_TYPE else {
@@ -73,7 +106,8 @@ final class GIFCompositor {
                 for y in stride(from: start, to: frame.height, by: step) { try drawRow(y, of: frame, rect, palette) }
             }
         } else {
-            for y in 0..<frame.height { try drawRow(y, of: frame, rect, palette) }
+            // Rows below the canvas are never decompressed (LZW data is sequential: rows above must be).
+            for y in 0..<rows { try drawRow(y, of: frame, rect, palette) }
         }
         pending = (frame, rect, saved)
         nextIndex += 1
@@ -83,7 +117,7 @@ final class GIFCompositor {
     private func drawRow(_ y: Int, of frame: GIFFrameInfo, _ rect: ClipRect, _ palette: [UInt8]) throws(ImageError) {
         try handle.readRow(&row)
         let canvasY = frame.top + y
-        guard canvasY >= rect.y0 && canvasY < rect.y1 else { return }
+        guard !rect.isEmpty, canvasY >= rect.y0 && canvasY < rect.y1 else { return }
         let width = structure.width
         row.withUnsafeBufferPointer { indices in
             palette.withUnsafeBufferPointer { colors in

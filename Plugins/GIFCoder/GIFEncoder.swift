@@ -52,13 +52,17 @@ final class GIFEncodeHandle {
 /// Writes images as GIF89a through `EGifOpen` with a memory write callback.
 enum GIFEncoder {
     static func encode(_ image: Image, options: ImageEncodeOptions) throws -> Data {
-        let count = options.firstFrameOnly ? 1 : image.frameCount
         let target =
             options.maxPixelSize.map { GIFPixels.fit(width: image.width, height: image.height, inside: $0) }
             ?? PixelSize(width: image.width, height: image.height)
+        // GIF stores sizes in 16 bits; checked before any conversion to giflib's integers.
         guard target.width > 0, target.height > 0, target.width <= 0xFFFF, target.height <= 0xFFFF else {
             throw ImageError(.encodeFailed, stage: .encode, message: "GIF cannot store \(target)")
         }
+        // Every frame is decoded, resampled and quantized: the whole animation must fit its budget first.
+        let count =
+            options.firstFrameOnly
+            ? 1 : try image.framesWithinBudget(outputPixelsPerFrame: target.width * target.height, stage: .encode)
         let animated = count > 1
         let handle = try GIFEncodeHandle()
         try handle.check("cannot write header") { gif in
@@ -70,6 +74,9 @@ enum GIFEncoder {
         }
         for index in 0..<count {
             let frame = try image.frame(at: index)
+            guard frame.pixels.width > 0, frame.pixels.height > 0 else {
+                throw ImageError(.encodeFailed, stage: .encode, message: "frame \(index) is empty")
+            }
             let rgba = frame.pixels.areaResampled(width: target.width, height: target.height).straightRGBABytes()
             try writeFrame(
                 GIFQuantizer.quantize(rgba), size: target, duration: animated ? frame.duration : nil, handle)

@@ -15,6 +15,8 @@ struct GIFFrameInfo: Sendable {
     var transparentIndex: Int?
     /// Delay in hundredths of a second as stored.
     var delayCentiseconds: Int
+    /// Rows stored in interlaced order (every row must be decompressed to draw any).
+    var interlaced: Bool
 
     /// Display time with the browsers' clamp: delays of 10 ms or less play at 100 ms.
     var duration: Double { delayCentiseconds <= 1 ? 0.1 : Double(delayCentiseconds) / 100 }
@@ -31,11 +33,41 @@ struct GIFStructure: Sendable {
     var iccProfile: [UInt8]?
     /// False when the bytes ended before the trailer (only possible with `allowTruncated`).
     var isComplete: Bool
+    /// True when the scan stopped at the frame limit (``AnimationBudget/Policy/firstFrameOnly``): only the
+    /// first frame may be shown.
+    var exceededFrameLimit = false
+
+    /// The part of `frame` that lies on the canvas (empty, never inverted, when none does).
+    func clip(_ frame: GIFFrameInfo) -> GIFCompositor.ClipRect {
+        GIFCompositor.ClipRect(
+            left: frame.left, top: frame.top, width: frame.width, height: frame.height, canvasWidth: width,
+            canvasHeight: height)
+    }
+
+    /// Rows of `frame` the compositor must decompress: none when nothing reaches the canvas, all of an interlaced
+    /// frame, else down to its last row on the canvas.
+    func rowsToDecompress(_ frame: GIFFrameInfo) -> Int {
+        let rect = clip(frame)
+        guard !rect.isEmpty else { return 0 }
+        return frame.interlaced ? frame.height : rect.y1 - frame.top
+    }
+
+    /// Frame pixels one pass through the first `count` frames decompresses.
+    func workPixels(frames count: Int) -> Int {
+        var total = 0
+        for frame in frames.prefix(count) {
+            total = total.addingReportingOverflow(rowsToDecompress(frame) * frame.width).partialValue
+        }
+        return total
+    }
 
     /// Reads the structure of `bytes`.
     ///
     /// Checks the pixel budget on the canvas right after the screen descriptor and on every frame's declared
-    /// size, before any pixel memory exists. With `allowTruncated` (incremental decoding), running out of bytes
+    /// size, before any pixel memory exists, and the frame limit (``AnimationBudget/maxFrameCount``) as frames
+    /// are listed: past it the scan throws `imageTooLarge`, or stops with ``exceededFrameLimit`` set when the
+    /// budget's policy keeps the first frame. With ``ImageDecodeOptions/firstFrameOnly`` the scan stops after
+    /// the first frame. With `allowTruncated` (incremental decoding), running out of bytes
     /// stops the scan and returns the frames complete so far; otherwise it is `badImageData`. A file that ends
     /// cleanly after a complete frame but lacks the trailer byte is accepted, as browsers do.
     static func scan(
@@ -65,14 +97,27 @@ struct GIFStructure: Sendable {
                         throw GIFErrors.malformed("frame \(result.frames.count) is \(frameWidth)x\(frameHeight)")
                     }
                     try options.checkPixelBudget(width: frameWidth, height: frameHeight)
+                    if result.frames.count >= max(1, options.maxFrameCount) {
+                        guard options.animationBudget.onExceeded == .firstFrameOnly else {
+                            try options.animationBudget.checkFrameCount(result.frames.count + 1)
+                            break scanning
+                        }
+                        result.exceededFrameLimit = true
+                        result.isComplete = true
+                        break scanning
+                    }
                     try handle.skipImageData()
                     result.frames.append(
                         GIFFrameInfo(
                             descriptorOffset: recordStart, left: Int(desc.Left), top: Int(desc.Top),
                             width: frameWidth, height: frameHeight, disposal: pendingControl?.disposal ?? 0,
                             transparentIndex: pendingControl?.transparent,
-                            delayCentiseconds: pendingControl?.delay ?? 0))
+                            delayCentiseconds: pendingControl?.delay ?? 0, interlaced: desc.Interlace))
                     pendingControl = nil
+                    if options.firstFrameOnly {
+                        result.isComplete = true
+                        break scanning
+                    }
                 case EXTENSION_RECORD_TYPE:
                     let ext = try handle.readExtension()
                     if ext.code == GRAPHICS_EXT_FUNC_CODE, ext.first.count >= 4 {

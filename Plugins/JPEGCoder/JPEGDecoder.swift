@@ -115,10 +115,11 @@ enum JPEGDecoder {
         }
         if let failure { throw failure }
         if header.isCMYK {
-            return PixelBuffer(
-                width: width, height: height, layout: .rgb8, bytes: cmykToRGB(raw, count: width * height, adobe: adobe))
+            return try PixelBuffer(
+                width: width, height: height, layout: .rgb8,
+                validating: cmykToRGB(raw, count: width * height, adobe: adobe))
         }
-        return PixelBuffer(width: width, height: height, layout: header.isGray ? .gray8 : .rgb8, bytes: raw)
+        return try PixelBuffer(width: width, height: height, layout: header.isGray ? .gray8 : .rgb8, validating: raw)
     }
 
     /// Converts CMYK (as libjpeg outputs it; Adobe files store it inverted) to RGB.

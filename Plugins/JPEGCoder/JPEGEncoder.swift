@@ -20,6 +20,12 @@ enum JPEGEncoder {
             pixels = pixels.areaResampled(width: size.width, height: size.height)
         }
         if pixels.layout.hasAlpha { pixels = composited(pixels, over: options.backgroundColor) }
+        // JPEG stores sides in 16 bits and TurboJPEG takes 32-bit sizes: checked before any conversion.
+        guard pixels.width <= 65_535, pixels.height <= 65_535, pixels.bytesPerRow <= Int(Int32.max) else {
+            throw ImageError(
+                .encodeFailed, stage: .encode,
+                message: "JPEG cannot store \(pixels.width)x\(pixels.height) (sides up to 65535)")
+        }
         let isGray = pixels.layout == .gray8
         let subsampling: TJSAMP
         switch options.chromaSubsampling {

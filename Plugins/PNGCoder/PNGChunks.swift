@@ -23,6 +23,10 @@ struct PNGChunks {
     var hasICCP = false
     /// The eXIf chunk's bytes (TIFF header onwards), when present.
     var exif: [UInt8]?
+    /// A chunk other than IDAT whose declared length runs past the end of the data (type, length). libpng
+    /// allocates and zeroes the declared length before it notices the data is missing: a 57-byte file
+    /// declaring a 1 GiB sCAL made it zero 1 GiB (found by the png-decode fuzz target).
+    var overlongChunk: (type: String, length: Int)?
 
     /// True when `bytes` starts with the full PNG signature.
     static func hasSignature(_ bytes: UnsafeRawBufferPointer) -> Bool {
@@ -57,7 +61,10 @@ struct PNGChunks {
             let length = u32(offset)
             let type = String(decoding: bytes[offset + 4..<offset + 8], as: UTF8.self)
             let dataStart = offset + 8
-            guard length <= bytes.count - dataStart else { break }
+            guard length <= bytes.count - dataStart else {
+                if type != "IDAT" { chunks.overlongChunk = (type, length) }
+                break
+            }
             switch type {
             case "iCCP" where !seenImageData: chunks.hasICCP = true
             case "eXIf" where chunks.exif == nil: chunks.exif = Array(bytes[dataStart..<dataStart + length])

@@ -18,6 +18,11 @@ enum PNGDecoder {
     static func decode(_ data: Data, options: ImageDecodeOptions) throws -> Image {
         let chunks = try header(of: data, scanAll: true)
         try options.checkPixelBudget(width: chunks.width, height: chunks.height)
+        if let overlong = chunks.overlongChunk {
+            // Refused before libpng would allocate (and zero) the declared length for data that is not there.
+            throw PNGStatus.badData(
+                "\(overlong.type) chunk declares \(overlong.length) bytes past the end of the data")
+        }
         var pixels = try decodePixels(data, chunks: chunks)
         let target = options.targetSize(forSourceWidth: pixels.width, height: pixels.height)
         if target.width != pixels.width || target.height != pixels.height {
@@ -78,7 +83,8 @@ enum PNGDecoder {
             if let failure {
                 throw PNGStatus.error(status: Int32(PNGSHIM_ERROR), message: failure, stage: .decode)
             }
-            return PixelBuffer(width: width, height: height, layout: layout, alphaMode: .straight, bytes: pixels)
+            return try PixelBuffer(
+                width: width, height: height, layout: layout, alphaMode: .straight, validating: pixels)
         }
     }
 

@@ -27,17 +27,18 @@ final class PNGProgressiveReader {
         else { return nil }
         let layout: PixelLayout = channels == 4 ? .rgba8 : (channels == 3 ? .rgb8 : .gray8)
         let bytes = Array(UnsafeBufferPointer(start: source, count: bytesPerRow * Int(height)))
-        return PixelBuffer(
+        return try? PixelBuffer(
             width: Int(width), height: Int(height), layout: layout, alphaMode: .straight, bytesPerRow: bytesPerRow,
-            bytes: bytes)
+            validating: bytes)
     }
 }
 
 /// Decodes a PNG from a growing prefix with libpng's progressive reader (`png_process_data`, driven by the C shim).
 ///
 /// Partial images have the full size; rows (or Adam7 pass pixels) not received yet are zero, i.e. transparent for
-/// RGBA and black otherwise. Once the bytes are final, or IEND was seen, the image is a full decode of the same bytes
-/// through ``PNGDecoder`` (the simplified API), so it equals ``PNGCoder/decode(_:options:)`` exactly. Errors the
+/// RGBA and black otherwise. Once the bytes are final, the image is a full decode of the same bytes
+/// through ``PNGDecoder`` (the simplified API), so it equals ``PNGCoder/decode(_:options:)`` exactly; before that,
+/// even with IEND received, the image is the progressive reader's, marked partial. Errors the
 /// progressive reader meets before the end only stop previews; the final decode decides. The pixel budget is
 /// enforced in the header callback before the row buffer is allocated.
 ///
@@ -83,11 +84,13 @@ final class PNGIncrementalDecoder: IncrementalImageDecoder {
                 .imageTooLarge, stage: .decode,
                 message: "PNG: the header exceeds the budget of \(options.maxPixelCount) pixels")
         }
-        if isFinal || status == Int32(PNGSHIM_DONE) {
+        if isFinal {
             if final == nil { final = Result { try PNGDecoder.decode(data, options: options) } }
             return try final?.get()
         }
-        guard status == Int32(PNGSHIM_OK), let reader else { return nil }
+        // Before the caller says the bytes are final, every image is a preview and says so (isPartial), even
+        // when IEND already arrived: a complete decode is only returned, unmarked, once `isFinal`.
+        guard status == Int32(PNGSHIM_OK) || status == Int32(PNGSHIM_DONE), let reader else { return nil }
         return partialImage(reader)
     }
 

@@ -15,9 +15,13 @@ final class WebPAnimDecoderHandle {
     let frameCount: Int
     let loopCount: Int
     private var nextIndex = 0
+    /// The work limit of one pass through the frames (each frame costs a canvas: libwebp blends into a full copy).
+    private let budget: AnimationBudget
+    /// Canvas pixels composited in the current pass.
+    private(set) var workSpent = 0
 
     /// Opens the animation. The caller checks the pixel budget on the canvas first: this allocates canvases.
-    init(bytes: WebPBytes) throws(ImageError) {
+    init(bytes: WebPBytes, budget: AnimationBudget) throws(ImageError) {
         var options = WebPAnimDecoderOptions()
         guard WebPAnimDecoderOptionsInit(&options) != 0 else {
             throw WebPErrors.malformed("libwebp version mismatch")
@@ -34,6 +38,7 @@ final class WebPAnimDecoderHandle {
             throw WebPErrors.malformed("animated WebP without frames")
         }
         self.bytes = bytes
+        self.budget = budget
         self.decoder = decoder
         self.canvasWidth = Int(info.canvas_width)
         self.canvasHeight = Int(info.canvas_height)
@@ -54,14 +59,17 @@ final class WebPAnimDecoderHandle {
         if index < nextIndex {
             WebPAnimDecoderReset(decoder)
             nextIndex = 0
+            workSpent = 0
         }
         var buffer: UnsafeMutablePointer<UInt8>? = nil
         var timestamp: Int32 = 0
         while nextIndex <= index {
+            try budget.spendWork(canvasWidth * canvasHeight, from: &workSpent)
             guard WebPAnimDecoderGetNext(decoder, &buffer, &timestamp) != 0, buffer != nil else {
                 // The decoder's state is undefined after a failure: start over next time.
                 WebPAnimDecoderReset(decoder)
                 nextIndex = 0
+                workSpent = 0
                 throw WebPErrors.malformed("cannot decode animation frame \(nextIndex)")
             }
             nextIndex += 1

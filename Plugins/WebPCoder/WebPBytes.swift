@@ -56,8 +56,8 @@ final class WebPDemuxHandle {
     }
 
     /// Display time of every frame in seconds, with the browsers' clamp (10 ms or less plays at 100 ms).
-    static func durations(_ demux: OpaquePointer) -> [Double] {
-        let count = Int(WebPDemuxGetI(demux, WEBP_FF_FRAME_COUNT))
+    static func durations(_ demux: OpaquePointer, limit: Int) -> [Double] {
+        let count = min(limit, Int(WebPDemuxGetI(demux, WEBP_FF_FRAME_COUNT)))
         var result: [Double] = []
         result.reserveCapacity(count)
         var iterator = WebPIterator()

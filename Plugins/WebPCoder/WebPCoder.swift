@@ -58,7 +58,8 @@ public final class WebPCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendabl
     public func makeAnimatedProvider(for data: Data, options: ImageDecodeOptions) throws -> any AnimatedImageProvider {
         let header = try WebPHeader.read(data)
         try options.checkPixelBudget(width: header.width, height: header.height)
-        let handle = try WebPAnimDecoderHandle(bytes: WebPBytes(data))
+        let handle = try WebPAnimDecoderHandle(bytes: WebPBytes(data), budget: options.animationBudget)
+        try options.animationBudget.checkFrameCount(handle.frameCount)
         let info = Self.animationInfo(handle)
         let target = options.targetSize(forSourceWidth: info.canvas.width, height: info.canvas.height)
         return WebPAnimatedProvider(handle: handle, info: info, target: target)
@@ -85,10 +86,12 @@ public final class WebPCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendabl
 
     // MARK: Animation assembly
 
-    static func animationInfo(_ handle: WebPAnimDecoderHandle) -> WebPAnimationInfo {
-        var durations = handle.demux.map { WebPDemuxHandle.durations($0) } ?? []
-        if durations.count != handle.frameCount {
-            durations = Array((durations + Array(repeating: 0.1, count: handle.frameCount)).prefix(handle.frameCount))
+    /// Canvas, loop count and the durations of the first `frames` frames (all when nil).
+    static func animationInfo(_ handle: WebPAnimDecoderHandle, frames: Int? = nil) -> WebPAnimationInfo {
+        let count = min(frames ?? handle.frameCount, handle.frameCount)
+        var durations = handle.demux.map { WebPDemuxHandle.durations($0, limit: count) } ?? []
+        if durations.count != count {
+            durations = Array((durations + Array(repeating: 0.1, count: count)).prefix(count))
         }
         return WebPAnimationInfo(
             canvas: PixelSize(width: handle.canvasWidth, height: handle.canvasHeight), loopCount: handle.loopCount,
@@ -98,12 +101,25 @@ public final class WebPCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendabl
     private static func decodeAnimation(
         _ data: Data, header: WebPHeader, target: PixelSize, options: ImageDecodeOptions
     ) throws(ImageError) -> Image {
-        let handle = try WebPAnimDecoderHandle(bytes: WebPBytes(data))
-        let info = animationInfo(handle)
+        let budget = options.animationBudget
+        let handle = try WebPAnimDecoderHandle(bytes: WebPBytes(data), budget: budget)
+        var count = options.firstFrameOnly ? 1 : handle.frameCount
+        do throws(ImageError) {
+            // The frame limit always applies (the index alone grows with it); frames × canvas when all are held.
+            try budget.checkFrameCount(count)
+            if count > 1 && options.preloadAllFrames {
+                try budget.checkMaterialization(frameCount: count, pixelsPerFrame: target.width * target.height)
+                var work = 0
+                try budget.spendWork(count * handle.canvasWidth * handle.canvasHeight, from: &work)
+            }
+        } catch {
+            guard budget.onExceeded == .firstFrameOnly else { throw error }
+            count = 1
+        }
+        let info = animationInfo(handle, frames: count)
         let metadata = ImageMetadata(
             iccProfile: handle.demux.flatMap { WebPDemuxHandle.iccProfile($0) }, sourcePixelWidth: header.width,
             sourcePixelHeight: header.height)
-        let count = options.firstFrameOnly ? 1 : handle.frameCount
         let still = count == 1
         if still || options.preloadAllFrames {
             var frames: [ImageFrame] = []
@@ -113,13 +129,15 @@ public final class WebPCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendabl
                         try handle.canvas(at: index), canvas: info.canvas, target: target,
                         duration: still ? 0 : info.durations[index]))
             }
-            return Image(frames: frames, loopCount: info.loopCount, format: .webp, metadata: metadata)
+            return Image(
+                frames: frames, loopCount: info.loopCount, format: .webp, metadata: metadata, animationBudget: budget)
         }
         let first = try makeFrame(
             try handle.canvas(at: 0), canvas: info.canvas, target: target, duration: info.durations[0])
         return Image(
             frames: [first], frameCount: count, loopCount: info.loopCount, format: .webp, metadata: metadata,
-            animatedProvider: WebPAnimatedProvider(handle: handle, info: info, target: target))
+            animatedProvider: WebPAnimatedProvider(handle: handle, info: info, target: target),
+            animationBudget: budget)
     }
 
     static func makeFrame(
@@ -127,8 +145,8 @@ public final class WebPCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendabl
     ) throws(ImageError) -> ImageFrame {
         let pixels = try WebPPixels.resample(rgba, from: canvas, to: target)
         return ImageFrame(
-            pixels: PixelBuffer(
-                width: target.width, height: target.height, layout: .rgba8, alphaMode: .straight, bytes: pixels),
+            pixels: try PixelBuffer(
+                width: target.width, height: target.height, layout: .rgba8, alphaMode: .straight, validating: pixels),
             duration: duration)
     }
 }

@@ -24,27 +24,50 @@ final class WebPAnimEncoderHandle {
     }
 }
 
+/// One frame's straight RGBA at its own size, ready for libwebp.
+struct WebPSourceFrame {
+    var rgba: [UInt8]
+    var size: PixelSize
+    var hasAlpha: Bool
+    var duration: Double
+}
+
 /// Encodes still and animated WebP: lossy (`WebPConfig` quality), lossless (exact, keeping the colour under
 /// transparent pixels), effort → `method`, `maxPixelSize` through libwebp's rescaler, and `maxFileSize` by a
 /// binary search on the lossy quality.
 enum WebPEncoder {
+    /// WebP stores each side in 14 bits.
+    static let maximumDimension = 16383
+    /// ANMF stores each frame's duration in 24 bits of milliseconds.
+    static let maximumFrameMilliseconds = 0xFF_FFFF
+
     static func encode(_ image: Image, options: ImageEncodeOptions) throws -> Data {
-        let count = options.firstFrameOnly ? 1 : image.frameCount
         let source = PixelSize(width: image.width, height: image.height)
         let target = options.maxPixelSize.map { WebPPixels.fit(source, inside: $0) } ?? source
-        var frames: [(rgba: [UInt8], hasAlpha: Bool, duration: Double)] = []
+        try checkEncodable(target, what: "image")
+        // Every frame is converted and held for the encoder: the whole animation must fit its budget first.
+        let count =
+            options.firstFrameOnly
+            ? 1 : try image.framesWithinBudget(outputPixelsPerFrame: target.width * target.height, stage: .encode)
+        var frames: [WebPSourceFrame] = []
         for index in 0..<count {
             let frame = try image.frame(at: index)
+            // Each frame is imported at its own size (a provider may return another size) and rescaled to target.
+            let size = PixelSize(width: frame.pixels.width, height: frame.pixels.height)
+            try checkEncodable(size, what: "frame \(index)")
             let converted = WebPPixels.straightRGBA(frame.pixels)
-            frames.append((converted.rgba, converted.hasAlpha, frame.duration))
+            frames.append(
+                WebPSourceFrame(
+                    rgba: converted.rgba, size: size, hasAlpha: converted.hasAlpha, duration: frame.duration))
         }
         let hasAlpha = frames.contains { $0.hasAlpha }
         func attempt(quality: Float) throws(ImageError) -> [UInt8] {
             let config = try makeConfig(quality: quality, options: options)
             if frames.count == 1 {
-                return try encodeStill(frames[0].rgba, size: source, target: target, hasAlpha: hasAlpha, config: config)
+                return try encodeStill(
+                    frames[0].rgba, size: frames[0].size, target: target, hasAlpha: hasAlpha, config: config)
             }
-            return try encodeAnimation(frames, size: source, target: target, loopCount: image.loopCount, config: config)
+            return try encodeAnimation(frames, target: target, loopCount: image.loopCount, config: config)
         }
         let quality = Float(min(max(options.quality, 0), 1) * 100)
         let first = try attempt(quality: quality)
@@ -128,21 +151,47 @@ enum WebPEncoder {
         return Array(UnsafeBufferPointer(start: memory, count: writer.pointee.size))
     }
 
+    /// Throws `encodeFailed` for a size WebP cannot store (checked before any conversion to 32-bit integers).
+    static func checkEncodable(_ size: PixelSize, what: String) throws(ImageError) {
+        guard size.width > 0, size.height > 0, size.width <= maximumDimension, size.height <= maximumDimension else {
+            throw WebPErrors.encode("WebP cannot store \(what) of \(size) (sides 1...\(maximumDimension))")
+        }
+    }
+
+    /// The animation timestamps (ms, 32-bit in libwebp) of frames with `durations` (seconds), plus the end time.
+    ///
+    /// Each frame lasts 1 ms to 16,777,215 ms (ANMF's 24 bits); a total past `Int32.max` ms (24.8 days) is
+    /// `encodeFailed`, not a trap.
+    static func timestamps(_ durations: [Double]) throws(ImageError) -> [Int32] {
+        var result: [Int32] = [0]
+        var now: Int32 = 0
+        for duration in durations {
+            // ImageFrame keeps durations finite and at most a day, so this conversion cannot trap; ANMF stores a
+            // frame's duration in 24 bits, so longer frames are clamped to 16,777,215 ms (4.66 hours).
+            let milliseconds = Int32(min(max(1, Int((duration * 1000).rounded())), maximumFrameMilliseconds))
+            let (next, overflow) = now.addingReportingOverflow(milliseconds)
+            guard !overflow else {
+                throw WebPErrors.encode("the animation lasts longer than \(Int32.max) ms")
+            }
+            now = next
+            result.append(now)
+        }
+        return result
+    }
+
     private static func encodeAnimation(
-        _ frames: [(rgba: [UInt8], hasAlpha: Bool, duration: Double)], size: PixelSize, target: PixelSize,
-        loopCount: Int, config: WebPConfig
+        _ frames: [WebPSourceFrame], target: PixelSize, loopCount: Int, config: WebPConfig
     ) throws(ImageError) -> [UInt8] {
+        let times = try timestamps(frames.map(\.duration))
         let encoder = try WebPAnimEncoderHandle(size: target, loopCount: loopCount)
         var config = config
-        var timestamp = 0
-        for frame in frames {
-            let picture = try makePicture(frame.rgba, size: size, target: target, hasAlpha: true, config: config)
-            guard WebPAnimEncoderAdd(encoder.encoder, picture.picture, Int32(timestamp), &config) != 0 else {
+        for (index, frame) in frames.enumerated() {
+            let picture = try makePicture(frame.rgba, size: frame.size, target: target, hasAlpha: true, config: config)
+            guard WebPAnimEncoderAdd(encoder.encoder, picture.picture, times[index], &config) != 0 else {
                 throw WebPErrors.encode("cannot add animation frame: \(encoder.lastError)")
             }
-            timestamp += max(1, Int((frame.duration * 1000).rounded()))
         }
-        guard WebPAnimEncoderAdd(encoder.encoder, nil, Int32(timestamp), nil) != 0 else {
+        guard WebPAnimEncoderAdd(encoder.encoder, nil, times[frames.count], nil) != 0 else {
             throw WebPErrors.encode("cannot finish animation: \(encoder.lastError)")
         }
         var output = WebPData()

@@ -110,9 +110,9 @@ final class WebPIncrementalDecoder: IncrementalImageDecoder {
         let layout = WebPStillDecoder.layout(for: header)
         guard let rows = decoder.decodedRows(layout: layout) else { return nil }
         if let partial, partial.rows == rows.rows { return partial.image }
-        let pixels = PixelBuffer(
+        let pixels = try PixelBuffer(
             width: rows.width, height: rows.height, layout: layout, alphaMode: header.hasAlpha ? .straight : nil,
-            bytes: rows.pixels)
+            validating: rows.pixels)
         let image = Image(
             pixels: pixels, format: .webp,
             metadata: ImageMetadata(sourcePixelWidth: header.width, sourcePixelHeight: header.height, isPartial: true))

@@ -60,8 +60,8 @@ enum WebPStillDecoder {
             return status
         }
         guard status == VP8_STATUS_OK else { throw WebPErrors.decode(status, "cannot decode WebP") }
-        return PixelBuffer(
+        return try PixelBuffer(
             width: target.width, height: target.height, layout: layout, alphaMode: header.hasAlpha ? .straight : nil,
-            bytes: pixels)
+            validating: pixels)
     }
 }

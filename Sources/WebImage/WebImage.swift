@@ -1,3 +1,4 @@
+@_exported import AVIFCoder
 @_exported import DiskCache
 @_exported import GIFCoder
 @_exported import HTTPLoader
@@ -24,7 +25,7 @@ private let registration = Locked<DefaultPlugins?>(nil)
 
 /// Registers every plugin of the SDK for users who want everything with one call.
 ///
-/// Adds the PNG, JPEG, WebP and GIF coders to ``CodersManager/shared``; sets ``ImageManager/defaultImageCache``
+/// Adds the PNG, JPEG, WebP, GIF and AVIF coders to ``CodersManager/shared``; sets ``ImageManager/defaultImageCache``
 /// to a ``CachesManager`` of `memoryCache` then `diskCache`; adds `httpLoader` to ``LoadersManager/shared``
 /// (beside the file and `data:` loaders) and makes that the default loader. Call it before the first use of
 /// ``ImageManager/shared``. Calling it again returns the first registration and changes nothing.
@@ -34,7 +35,9 @@ public func registerDefaultPlugins(
 ) -> DefaultPlugins {
     registration.withLock { current in
         if let current { return current }
-        for coder: any ImageCoder in [PNGCoder.shared, JPEGCoder.shared, WebPCoder.shared, GIFCoder.shared] {
+        for coder: any ImageCoder in [
+            PNGCoder.shared, JPEGCoder.shared, WebPCoder.shared, GIFCoder.shared, AVIFCoder.shared,
+        ] {
             CodersManager.shared.addCoder(coder)
         }
         let cache = CachesManager([memoryCache, diskCache])

@@ -11,6 +11,8 @@ public enum ConformanceCheck {
         public let passed: Bool
         /// What happened.
         public let detail: String
+        /// True when the row is an APNG (several frames expected) that passed by decoding only its default image.
+        public var decodedAPNGAsStill = false
         /// "PASS/FAIL folder/file: detail".
         public var description: String { "\(passed ? "PASS" : "FAIL") \(row): \(detail)" }
     }
@@ -43,16 +45,19 @@ public enum ConformanceCheck {
         switch result {
         case .success(let image):
             let sizeOK = image.width == row.width && image.height == row.height
-            let framesOK =
-                image.frameCount == row.frames
-                || (acceptStillForAnimatedPNG && row.url.pathExtension.lowercased() == "png" && image.frameCount == 1)
+            let apngAsStill = acceptStillForAnimatedPNG && row.isAnimatedPNG && image.frameCount == 1
+            let framesOK = image.frameCount == row.frames || apngAsStill
             let got = "decoded \(image.width)x\(image.height), \(image.frameCount) frame(s)"
             if row.isBomb { return Outcome(row: row, passed: false, detail: "bomb was decoded: \(got)") }
             if row.verdict == .ok || row.isEither {
                 let passed = sizeOK && (framesOK || row.verdict == .reject)
-                return Outcome(
+                var outcome = Outcome(
                     row: row, passed: passed,
-                    detail: passed ? got : "\(got), expected \(row.width)x\(row.height), \(row.frames) frame(s)")
+                    detail: passed
+                        ? got + (apngAsStill ? " (APNG decoded as a still)" : "")
+                        : "\(got), expected \(row.width)x\(row.height), \(row.frames) frame(s)")
+                outcome.decodedAPNGAsStill = passed && apngAsStill
+                return outcome
             }
             return Outcome(row: row, passed: false, detail: "expected rejection, \(got)")
         case .failure(let error):

@@ -30,8 +30,19 @@ public struct CorpusExpectation: Sendable, CustomStringConvertible {
     /// The note starts with `BOMB:`: must be refused by the pixel/memory budget.
     public var isBomb: Bool { note.hasPrefix("BOMB:") }
 
+    /// A PNG whose row expects several frames: an APNG (acTL), which a non-APNG decoder shows as a still.
+    public var isAnimatedPNG: Bool { url.pathExtension.lowercased() == "png" && verdict == .ok && frames > 1 }
+
     /// "folder/file".
     public var description: String { "\(folder)/\(url.lastPathComponent)" }
+}
+
+/// Thrown by ``Corpus/requireRoot()`` when the corpus is absent: the test fails rather than passes silently.
+public struct CorpusMissing: Error, CustomStringConvertible {
+    /// What was missing.
+    public var detail = "the conformance corpus is missing ($IMAGE_CORPUS or ../shared/corpus)"
+    /// The detail.
+    public var description: String { detail }
 }
 
 /// Reads the shared conformance corpus from `$IMAGE_CORPUS` or `../shared/corpus` beside the package root.
@@ -55,6 +66,30 @@ public enum Corpus {
 
     /// True when the corpus is present.
     public static var isAvailable: Bool { root != nil }
+
+    /// True when the environment demands the corpus (`REQUIRE_CORPUS=1`, set by `.ci/run`).
+    public static var isRequired: Bool { ProcessInfo.processInfo.environment["REQUIRE_CORPUS"] == "1" }
+
+    /// The condition for `@Test(.enabled(if: Corpus.shouldRun))`: run when the corpus is present, and also when it
+    /// is required but missing, so that ``requireRoot()`` fails the test instead of it being skipped.
+    public static var shouldRun: Bool { isAvailable || isRequired }
+
+    /// The corpus root; throws (failing the test) when it is absent. Call it first in every corpus test.
+    public static func requireRoot() throws -> URL {
+        guard let root else { throw CorpusMissing() }
+        return root
+    }
+
+    /// The rows under `prefix` (see ``expectations(under:extensions:)``); throws when the corpus is absent or
+    /// the selection is empty, so a corpus test can never pass without having checked anything.
+    public static func requireExpectations(
+        under prefix: String = "", extensions: Set<String>? = nil
+    ) throws -> [CorpusExpectation] {
+        _ = try requireRoot()
+        let rows = expectations(under: prefix, extensions: extensions)
+        guard !rows.isEmpty else { throw CorpusMissing(detail: "no rows under '\(prefix)'") }
+        return rows
+    }
 
     /// Folders (relative paths) that hold an `expectations.tsv`, sorted.
     public static func folders() -> [String] {

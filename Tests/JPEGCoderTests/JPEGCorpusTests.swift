@@ -4,14 +4,12 @@ import ImageTestSupport
 import JPEGCoder
 import Testing
 
-/// Checks against real files of the shared corpus (skipped with a message when it is absent).
-@Suite struct JPEGCorpusTests {
+/// Checks against real files of the shared corpus: skipped when it is absent, failed when `REQUIRE_CORPUS=1`.
+@Suite(.enabled(if: Corpus.shouldRun, "needs the conformance corpus ($IMAGE_CORPUS or ../shared/corpus)"))
+struct JPEGCorpusTests {
     /// Landscape_1...8 are the same picture stored with EXIF orientations 1-8: applied, all must look alike.
     @Test func exifOrientationSamplesAllShowUpright() throws {
-        guard let root = Corpus.root else {
-            print("JPEGCorpusTests: corpus absent, skipping EXIF orientation samples")
-            return
-        }
+        let root = try Corpus.requireRoot()
         let folder = root.appendingPathComponent("jpeg/exif-orientation")
         let options = ImageDecodeOptions(thumbnailPixelSize: PixelSize(width: 300, height: 300))
         let reference = try JPEGCoder.shared.decode(
@@ -30,10 +28,8 @@ import Testing
     }
 
     @Test func iccProfilesFromCorpus() throws {
-        let rows = Corpus.expectations(under: "jpeg", extensions: ["jpg", "jpeg"]).filter { $0.verdict == .ok }
-        guard !rows.isEmpty else {
-            print("JPEGCorpusTests: corpus absent, skipping ICC files")
-            return
+        let rows = try Corpus.requireExpectations(under: "jpeg", extensions: ["jpg", "jpeg"]).filter {
+            $0.verdict == .ok
         }
         var sawICC = false
         for row in rows {
@@ -50,12 +46,8 @@ import Testing
     /// Every hostile, truncated and bomb JPEG fails cleanly or decodes, in full, as a thumbnail and incrementally
     /// (this is what the AddressSanitizer run exercises).
     @Test func hostileFilesNeverCrash() throws {
-        let rows = ["hostile/jpeg", "hostile/truncated", "hostile/bombs", "jpeg"].flatMap {
-            Corpus.expectations(under: $0, extensions: ["jpg", "jpeg"])
-        }
-        guard !rows.isEmpty else {
-            print("JPEGCorpusTests: corpus absent, skipping hostile files")
-            return
+        let rows = try ["hostile/jpeg", "hostile/truncated", "hostile/bombs", "jpeg"].flatMap {
+            try Corpus.requireExpectations(under: $0, extensions: ["jpg", "jpeg"])
         }
         for row in rows {
             let data = try Data(contentsOf: row.url)

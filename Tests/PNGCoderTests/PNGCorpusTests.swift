@@ -4,19 +4,16 @@ import ImageTestSupport
 import PNGCoder
 import Testing
 
-/// Checks against real files of the shared corpus (skipped with a message when it is absent).
-@Suite struct PNGCorpusTests {
-    static func file(_ path: String) -> Data? {
-        guard let root = Corpus.root else { return nil }
-        return try? Data(contentsOf: root.appendingPathComponent(path))
+/// Checks against real files of the shared corpus: skipped when it is absent, failed when `REQUIRE_CORPUS=1`.
+@Suite(.enabled(if: Corpus.shouldRun, "needs the conformance corpus ($IMAGE_CORPUS or ../shared/corpus)"))
+struct PNGCorpusTests {
+    static func file(_ path: String) throws -> Data {
+        try Data(contentsOf: Corpus.requireRoot().appendingPathComponent(path))
     }
 
     /// PngSuite's basn (plain) and basi (Adam7) files hold the same pixels for every colour type and bit depth.
     @Test func pngSuiteInterlacedEqualsPlainForEveryTypeAndDepth() throws {
-        guard let root = Corpus.root else {
-            print("PNGCorpusTests: corpus absent, skipping PngSuite pairs")
-            return
-        }
+        let root = try Corpus.requireRoot()
         let folder = root.appendingPathComponent("png/pngsuite")
         let names = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasPrefix("basn") }
         #expect(names.count >= 10)
@@ -33,10 +30,7 @@ import Testing
     }
 
     @Test func iccProfileIsReadAndWrittenBack() throws {
-        guard let data = Self.file("png/misc/red-blue-gradient.dcip3d65-no-chrm-no-gama.png") else {
-            print("PNGCorpusTests: corpus absent, skipping iCCP")
-            return
-        }
+        let data = try Self.file("png/misc/red-blue-gradient.dcip3d65-no-chrm-no-gama.png")
         let image = try PNGCoder.shared.decode(data, options: ImageDecodeOptions())
         let profile = try #require(image.metadata.iccProfile)
         #expect(profile.count > 128)
@@ -48,12 +42,8 @@ import Testing
     /// Every hostile, truncated and bomb PNG fails cleanly or decodes, in full, as a thumbnail and incrementally
     /// (this is what the AddressSanitizer run exercises).
     @Test func hostileFilesNeverCrash() throws {
-        let rows = ["hostile/png", "hostile/truncated", "hostile/bombs", "png/pngsuite"].flatMap {
-            Corpus.expectations(under: $0, extensions: ["png"])
-        }
-        guard !rows.isEmpty else {
-            print("PNGCorpusTests: corpus absent, skipping hostile files")
-            return
+        let rows = try ["hostile/png", "hostile/truncated", "hostile/bombs", "png/pngsuite"].flatMap {
+            try Corpus.requireExpectations(under: $0, extensions: ["png"])
         }
         for row in rows {
             let data = try Data(contentsOf: row.url)

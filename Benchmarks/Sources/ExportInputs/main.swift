@@ -1,4 +1,5 @@
 import BenchSupport
+import CAVIFBaseline
 import Foundation
 
 // Writes the benchmark inputs for the out-of-process baselines (vips, Pillow) and the files nginx serves.
@@ -22,6 +23,14 @@ do {
     let rgba12 = Inputs.photo12MP.rgba()
     try write(CEncode.png(rgba12), "rgba12mp.png")
     try write(CEncode.png(Inputs.photo2MP.rgba()), "rgba2mp.png")
+    // The AVIF benchmark's input, the same bytes AVIFBenchmarks decodes (C encoder, speed 6, quantizer 9).
+    var avif: UnsafeMutablePointer<UInt8>?
+    let photo = Inputs.photo2MP
+    let avifSize = photo.bytes.withUnsafeBufferPointer {
+        cb_avif_encode($0.baseAddress, Int32(photo.width), Int32(photo.height), 3, 9, 6, &avif)
+    }
+    if avifSize > 0, let avif { try write(Data(bytes: avif, count: avifSize), "photo2mp.avif") }
+    free(avif)
     for index in 0..<Inputs.httpSmallCount {
         try write(Inputs.httpSmallImage(index), "http/" + Inputs.httpSmallPath(index))
     }

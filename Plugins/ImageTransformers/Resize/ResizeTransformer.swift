@@ -60,7 +60,9 @@ public struct ResizeTransformer: Transformer {
     ///
     /// - Throws: ``ImageError`` (`transformFailed`, `imageTooLarge`, or a frame's decode error).
     public func transform(_ image: Image, forKey key: String) throws -> Image {
-        try FrameMapper.map(image) { try resize($0) }
+        try FrameMapper.map(image, outputSize: outputSize(for: PixelSize(width: image.width, height: image.height))) {
+            try resize($0)
+        }
     }
 
     /// The size of the result for an input of `input` pixels.
@@ -124,6 +126,13 @@ struct ResizePlan {
         let h = Double(input.height)
         let tw = Double(target.width)
         let th = Double(target.height)
+        guard input.width > 0, input.height > 0, target.width > 0, target.height > 0 else {
+            // Nothing to scale (``ResizeTransformer/resize(_:)`` refuses these); no division by zero below.
+            outputWidth = max(0, target.width)
+            outputHeight = max(0, target.height)
+            (startX, spanX, startY, spanY) = (0, max(0, w), 0, max(0, h))
+            return
+        }
         switch mode {
         case .fill:
             outputWidth = target.width
@@ -131,8 +140,8 @@ struct ResizePlan {
             (startX, spanX, startY, spanY) = (0, w, 0, h)
         case .aspectFit:
             let scale = min(tw / w, th / h)
-            outputWidth = max(1, min(target.width, Int((w * scale).rounded())))
-            outputHeight = max(1, min(target.height, Int((h * scale).rounded())))
+            outputWidth = Self.side(w * scale, limit: target.width)
+            outputHeight = Self.side(h * scale, limit: target.height)
             (startX, spanX, startY, spanY) = (0, w, 0, h)
         case .aspectFill:
             let scale = max(tw / w, th / h)
@@ -142,6 +151,12 @@ struct ResizePlan {
             let cropH = min(h, th / scale)
             (startX, spanX, startY, spanY) = ((w - cropW) / 2, cropW, (h - cropH) / 2, cropH)
         }
+    }
+
+    /// `value` rounded, between 1 and `limit`, converted without trapping (`limit` may be near `Int.max`).
+    static func side(_ value: Double, limit: Int) -> Int {
+        guard value.isFinite, value < Double(limit) else { return limit }
+        return max(1, Int(value.rounded()))
     }
 
     /// True when the result would equal the source pixel for pixel.

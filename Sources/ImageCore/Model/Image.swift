@@ -2,13 +2,24 @@
 public struct ImageFrame: Hashable, Sendable {
     /// The frame's pixels, the size of the canvas (animated frames are already composited).
     public var pixels: PixelBuffer
-    /// Display time in seconds; 0 for still images.
-    public var duration: Double
+    /// Display time in seconds; 0 for still images. Always finite and between 0 and ``maximumDuration``.
+    public var duration: Double {
+        didSet { duration = Self.sanitized(duration) }
+    }
 
-    /// Creates a frame.
+    /// The longest frame duration kept: one day. Longer, infinite or NaN durations are clamped, so an encoder
+    /// converting durations to integer milliseconds or centiseconds can never overflow.
+    public static let maximumDuration: Double = 86_400
+
+    /// Creates a frame; a negative or NaN `duration` becomes 0, an infinite or huge one ``maximumDuration``.
     public init(pixels: PixelBuffer, duration: Double = 0) {
         self.pixels = pixels
-        self.duration = duration
+        self.duration = Self.sanitized(duration)
+    }
+
+    private static func sanitized(_ duration: Double) -> Double {
+        guard !duration.isNaN, duration > 0 else { return 0 }
+        return min(duration, maximumDuration)
     }
 }
 
@@ -35,26 +46,32 @@ public final class Image: Sendable {
     public let metadata: ImageMetadata
     /// Decodes frames not held in ``frames``; nil when every frame is held.
     public let animatedProvider: (any AnimatedImageProvider)?
+    /// The whole-animation limits the image was decoded under; transformers with
+    /// ``ImageOptions/transformAnimatedImage`` and encoders check them before materialising every frame.
+    public let animationBudget: AnimationBudget
 
     /// Creates an image from frames in memory.
     ///
     /// - Parameters:
     ///   - frames: at least one frame; all frames must have the size of the first.
     ///   - frameCount: the animation's frame count when `animatedProvider` supplies frames not in `frames`.
+    ///   - animationBudget: the limits later whole-animation work (transform, encode) must respect.
     /// - Precondition: `frames` is not empty.
     public init(
         frames: [ImageFrame], frameCount: Int? = nil, loopCount: Int = 0, format: ImageFormat = .undefined,
-        metadata: ImageMetadata = ImageMetadata(), animatedProvider: (any AnimatedImageProvider)? = nil
+        metadata: ImageMetadata = ImageMetadata(), animatedProvider: (any AnimatedImageProvider)? = nil,
+        animationBudget: AnimationBudget = .default
     ) {
         precondition(!frames.isEmpty, "an Image needs at least one frame")
         self.frames = frames
         self.width = frames[0].pixels.width
         self.height = frames[0].pixels.height
         self.frameCount = max(frameCount ?? frames.count, frames.count)
-        self.loopCount = loopCount
+        self.loopCount = max(0, loopCount)
         self.format = format
         self.metadata = metadata
         self.animatedProvider = self.frameCount > frames.count ? animatedProvider : nil
+        self.animationBudget = animationBudget
     }
 
     /// Creates a still image from one pixel buffer.
@@ -92,6 +109,27 @@ public final class Image: Sendable {
         }
     }
 
+    /// How many frames whole-animation work (a transform of every frame, an encode) may process under
+    /// ``animationBudget``, producing frames of `outputPixelsPerFrame` pixels (the canvas when nil).
+    ///
+    /// Returns ``frameCount`` when within budget, 1 when over budget and the policy is
+    /// ``AnimationBudget/Policy/firstFrameOnly``. Call it before decoding any frame.
+    /// - Throws: ``ImageError/Code/imageTooLarge`` (at `stage`) when over budget and the policy is `fail`.
+    public func framesWithinBudget(
+        outputPixelsPerFrame: Int? = nil, stage: ImageError.Stage
+    ) throws(ImageError) -> Int {
+        guard frameCount > 1 else { return frameCount }
+        let (canvas, overflow) = width.multipliedReportingOverflow(by: height)
+        let perFrame = max(overflow ? .max : canvas, outputPixelsPerFrame ?? 0)
+        do {
+            try animationBudget.checkMaterialization(frameCount: frameCount, pixelsPerFrame: perFrame, stage: stage)
+            return frameCount
+        } catch {
+            if animationBudget.onExceeded == .firstFrameOnly { return 1 }
+            throw error
+        }
+    }
+
     /// Returns a copy with other metadata (for example after a transformer changed the pixels).
     public func with(
         frames newFrames: [ImageFrame]? = nil, metadata newMetadata: ImageMetadata? = nil,
@@ -101,7 +139,7 @@ public final class Image: Sendable {
         return Image(
             frames: newFrames ?? frames, frameCount: keepsProvider ? frameCount : nil, loopCount: loopCount,
             format: newFormat ?? format, metadata: newMetadata ?? metadata,
-            animatedProvider: keepsProvider ? animatedProvider : nil)
+            animatedProvider: keepsProvider ? animatedProvider : nil, animationBudget: animationBudget)
     }
 }
 

@@ -11,6 +11,10 @@ enum AreaResampler {
     static func resample(_ source: PixelBuffer, width: Int, height: Int) -> PixelBuffer {
         precondition(width > 0 && height > 0, "resample target must be positive")
         if width == source.width && height == source.height { return source }
+        // An empty source has nothing to average: the result is transparent black (the axes need a sample).
+        guard source.width > 0, source.height > 0 else {
+            return PixelBuffer(width: width, height: height, layout: source.layout, alphaMode: source.alphaMode)
+        }
         let channels = source.layout.bytesPerPixel
         let weighAlpha = source.layout.hasAlpha && source.alphaMode == .straight
         let horizontal = Axis(source: source.width, destination: width)

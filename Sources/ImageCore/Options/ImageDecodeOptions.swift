@@ -35,12 +35,32 @@ public struct ImageDecodeOptions: Hashable, Sendable {
     public var applyOrientation: Bool
     /// Device scale factor the caller asked for; informational on a server.
     public var scaleFactor: Double
+    /// Limits on a whole animation (frame count, frames × canvas, decoding work); see ``AnimationBudget``.
+    public var animationBudget: AnimationBudget
+
+    /// The most frames an animation may have (``AnimationBudget/maxFrameCount``).
+    public var maxFrameCount: Int {
+        get { animationBudget.maxFrameCount }
+        set { animationBudget.maxFrameCount = newValue }
+    }
+    /// The most frames × canvas pixels one image may hold decoded (``AnimationBudget/maxPixelCount``).
+    public var maxAnimationPixelCount: Int {
+        get { animationBudget.maxPixelCount }
+        set { animationBudget.maxPixelCount = newValue }
+    }
+    /// The most frame pixels one pass through an animation may decode, clipped ones included
+    /// (``AnimationBudget/maxWorkPixelCount``).
+    public var maxAnimationWorkPixelCount: Int {
+        get { animationBudget.maxWorkPixelCount }
+        set { animationBudget.maxWorkPixelCount = newValue }
+    }
 
     /// Creates decode options with server-safe defaults.
     public init(
         maxPixelCount: Int = ImageDecodeOptions.defaultMaxPixelCount, thumbnailPixelSize: PixelSize? = nil,
         preserveAspectRatio: Bool = true, scaleDownLimitBytes: Int? = nil, firstFrameOnly: Bool = false,
-        preloadAllFrames: Bool = false, applyOrientation: Bool = true, scaleFactor: Double = 1
+        preloadAllFrames: Bool = false, applyOrientation: Bool = true, scaleFactor: Double = 1,
+        animationBudget: AnimationBudget = .default
     ) {
         self.maxPixelCount = maxPixelCount
         self.thumbnailPixelSize = thumbnailPixelSize
@@ -50,6 +70,7 @@ public struct ImageDecodeOptions: Hashable, Sendable {
         self.preloadAllFrames = preloadAllFrames
         self.applyOrientation = applyOrientation
         self.scaleFactor = scaleFactor
+        self.animationBudget = animationBudget
     }
 
     /// Throws ``ImageError/Code/imageTooLarge`` when `width × height` (× nothing else) exceeds the budget.
@@ -72,23 +93,33 @@ public struct ImageDecodeOptions: Hashable, Sendable {
     /// Returns the source size when neither applies. Never larger than the source.
     public func targetSize(forSourceWidth width: Int, height: Int) -> PixelSize {
         var target = PixelSize(width: width, height: height)
+        // Degenerate sources have nothing to scale (and would divide by zero below).
+        guard width > 0, height > 0 else { return target }
         if let thumb = thumbnailPixelSize, thumb.width > 0, thumb.height > 0,
             thumb.width < width || thumb.height < height
         {
             if preserveAspectRatio {
                 let scale = min(Double(thumb.width) / Double(width), Double(thumb.height) / Double(height))
                 target = PixelSize(
-                    width: max(1, Int((Double(width) * scale).rounded())),
-                    height: max(1, Int((Double(height) * scale).rounded())))
+                    width: Self.scaled(width, by: scale), height: Self.scaled(height, by: scale))
             } else {
                 target = PixelSize(width: min(thumb.width, width), height: min(thumb.height, height))
             }
         }
-        if let limit = scaleDownLimitBytes, limit > 0, target.width * target.height * 4 > limit {
-            let scale = (Double(limit) / Double(target.width * target.height * 4)).squareRoot()
+        // In Double: the product of two header-declared sides may not fit an Int.
+        let bytes = Double(target.width) * Double(target.height) * 4
+        if let limit = scaleDownLimitBytes, limit > 0, bytes > Double(limit) {
+            let scale = (Double(limit) / bytes).squareRoot()
             target = PixelSize(
-                width: max(1, Int(Double(target.width) * scale)), height: max(1, Int(Double(target.height) * scale)))
+                width: max(1, min(target.width, Int(Double(target.width) * scale))),
+                height: max(1, min(target.height, Int(Double(target.height) * scale))))
         }
         return target
+    }
+
+    /// `side × scale` rounded, at least 1 and at most `side` (`scale` is in (0, 1) here).
+    private static func scaled(_ side: Int, by scale: Double) -> Int {
+        let value = (Double(side) * scale).rounded()
+        return value.isFinite ? max(1, min(side, Int(value))) : side
     }
 }

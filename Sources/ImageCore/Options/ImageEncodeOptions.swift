@@ -33,8 +33,15 @@ public enum EncodeEffort: Hashable, Sendable {
 
 /// What a coder must respect while encoding.
 public struct ImageEncodeOptions: Hashable, Sendable {
-    /// Quality for lossy formats, 0...1 (default 0.85).
-    public var quality: Double
+    /// Quality for lossy formats, 0...1 (default 0.85). Values outside are clamped and NaN becomes the default,
+    /// so coders can turn it into integers without checks.
+    public var quality: Double {
+        didSet { quality = Self.sanitized(quality) }
+    }
+
+    private static func sanitized(_ quality: Double) -> Double {
+        quality.isNaN ? 0.85 : min(max(quality, 0), 1)
+    }
     /// Speed against size.
     public var effort: EncodeEffort
     /// Lossless encoding where the format has both (WebP).
@@ -58,7 +65,7 @@ public struct ImageEncodeOptions: Hashable, Sendable {
         chromaSubsampling: ChromaSubsampling? = nil, maxPixelSize: PixelSize? = nil, maxFileSize: Int? = nil,
         firstFrameOnly: Bool = false, backgroundColor: RGBAColor = .white
     ) {
-        self.quality = quality
+        self.quality = Self.sanitized(quality)
         self.effort = effort
         self.lossless = lossless
         self.progressive = progressive

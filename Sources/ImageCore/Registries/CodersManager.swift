@@ -146,11 +146,16 @@ public final class CodersManager: ProgressiveImageCoder, AnimatedImageCoder, Sen
 }
 
 /// Chooses a progressive coder once the format can be recognised, then delegates to it.
+///
+/// Enforces the preview contract for every coder, including third-party ones: before the bytes are final an
+/// image is only passed on when it is marked ``ImageMetadata/isPartial``; a complete-looking decode of a prefix
+/// (a coder that saw the end marker early) is not a preview, and the final decode follows once `isFinal`.
 final class DeferredIncrementalDecoder: IncrementalImageDecoder {
     private let manager: CodersManager
     private let options: ImageDecodeOptions
     private var inner: (any IncrementalImageDecoder)?
     private var gaveUp = false
+    private var isFinal = false
 
     init(manager: CodersManager, options: ImageDecodeOptions) {
         self.manager = manager
@@ -165,8 +170,12 @@ final class DeferredIncrementalDecoder: IncrementalImageDecoder {
                 gaveUp = true
             }
         }
+        self.isFinal = isFinal
         inner?.update(data, isFinal: isFinal)
     }
 
-    func currentImage() throws -> Image? { try inner?.currentImage() }
+    func currentImage() throws -> Image? {
+        guard let image = try inner?.currentImage() else { return nil }
+        return isFinal || image.metadata.isPartial ? image : nil
+    }
 }

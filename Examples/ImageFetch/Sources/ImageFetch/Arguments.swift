@@ -3,7 +3,7 @@ import WebImage
 
 /// `--format`: the formats the SDK's coders encode.
 enum OutputFormat: String, CaseIterable, ExpressibleByArgument {
-    case jpeg, png, webp, gif
+    case jpeg, png, webp, gif, avif
 
     var imageFormat: ImageFormat {
         switch self {
@@ -11,6 +11,7 @@ enum OutputFormat: String, CaseIterable, ExpressibleByArgument {
         case .png: .png
         case .webp: .webp
         case .gif: .gif
+        case .avif: .avif
         }
     }
 }

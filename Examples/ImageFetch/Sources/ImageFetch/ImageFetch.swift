@@ -33,7 +33,7 @@ struct ImageFetch: AsyncParsableCommand {
     @Option(help: "Re-encode to this format (default: keep the source format).")
     var format: OutputFormat?
 
-    @Option(help: ArgumentHelp("Quality for lossy formats (jpeg, webp).", valueName: "1-100"))
+    @Option(help: ArgumentHelp("Quality for lossy formats (jpeg, webp, avif).", valueName: "1-100"))
     var quality = 85
 
     @Option(help: "Downloads and encodes running at once.")

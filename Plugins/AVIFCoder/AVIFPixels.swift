@@ -1,0 +1,62 @@
+internal import CAVIF
+import ImageCore
+
+/// Converts a decoded `avifImage` (YUV or monochrome, 8 to 12 bits, optional alpha plane) to a ``PixelBuffer``.
+///
+/// libavif's `avifImageYUVToRGB` (libyuv where it applies) writes 8-bit RGB(A) straight into the buffer's bytes,
+/// reducing 10- and 12-bit samples. Monochrome (4:0:0) images become `gray8` / `grayAlpha8`. When the file
+/// stores premultiplied alpha, the pixels stay premultiplied and the buffer says so. Thread-safe: a pure
+/// function of the image.
+enum AVIFPixels {
+    static func convert(_ image: UnsafeMutablePointer<avifImage>, hasAlpha: Bool) throws(ImageError) -> PixelBuffer {
+        let width = Int(image.pointee.width)
+        let height = Int(image.pointee.height)
+        guard width > 0, height > 0 else {
+            throw ImageError(.badImageData, stage: .decode, message: "decoded AVIF frame has size \(width)x\(height)")
+        }
+        let alpha = hasAlpha && image.pointee.alphaPlane != nil
+        let premultiplied = alpha && image.pointee.alphaPremultiplied != AVIF_FALSE
+        var rgb = avifRGBImage()
+        avifRGBImageSetDefaults(&rgb, image)
+        rgb.depth = 8
+        rgb.format = alpha ? AVIF_RGB_FORMAT_RGBA : AVIF_RGB_FORMAT_RGB
+        rgb.alphaPremultiplied = premultiplied ? AVIF_TRUE : AVIF_FALSE
+        let channels = alpha ? 4 : 3
+        let rowBytes = width * channels
+        rgb.rowBytes = UInt32(rowBytes)
+        var status = AVIF_RESULT_OK
+        let bytes = [UInt8](unsafeUninitializedCapacity: rowBytes * height) { buffer, initialized in
+            rgb.pixels = buffer.baseAddress
+            status = avifImageYUVToRGB(image, &rgb)
+            rgb.pixels = nil
+            initialized = status == AVIF_RESULT_OK ? rowBytes * height : 0
+        }
+        guard status == AVIF_RESULT_OK else {
+            throw AVIFStatus.decode(status, diagnostics: "", "cannot convert the AVIF frame to RGB")
+        }
+        let mode: AlphaMode? = alpha ? (premultiplied ? .premultiplied : .straight) : nil
+        let pixels = PixelBuffer(
+            width: width, height: height, layout: alpha ? .rgba8 : .rgb8, alphaMode: mode, bytes: bytes)
+        return image.pointee.yuvFormat == AVIF_PIXEL_FORMAT_YUV400 ? gray(pixels) : pixels
+    }
+
+    /// Keeps one colour channel of an RGB(A) buffer whose channels are equal (a monochrome AVIF).
+    static func gray(_ source: PixelBuffer) -> PixelBuffer {
+        let alpha = source.layout == .rgba8
+        let inStep = alpha ? 4 : 3
+        let outStep = alpha ? 2 : 1
+        let count = source.width * source.height
+        let bytes = [UInt8](unsafeUninitializedCapacity: count * outStep) { out, initialized in
+            source.bytes.withUnsafeBufferPointer { src in
+                for i in 0..<count {
+                    out[i * outStep] = src[i * inStep]
+                    if alpha { out[i * outStep + 1] = src[i * inStep + 3] }
+                }
+            }
+            initialized = count * outStep
+        }
+        return PixelBuffer(
+            width: source.width, height: source.height, layout: alpha ? .grayAlpha8 : .gray8,
+            alphaMode: source.alphaMode, bytes: bytes)
+    }
+}

@@ -1,0 +1,21 @@
+import Foundation
+import ImageCore
+import PNGCoder
+import Testing
+
+/// Inputs found by the png-decode fuzz target (issue 13 item 7), rebuilt byte by byte.
+@Suite struct PNGFuzzRegressionTests {
+    /// A 1x1 PNG whose sCAL chunk declares 0x3FFFFFFF bytes: libpng allocated and zeroed 1 GiB before failing
+    /// (20 s and 1 GiB RSS per decode under AddressSanitizer). Now refused from the chunk scan.
+    @Test func overlongAncillaryChunkIsRefusedBeforeLibpngAllocatesIt() throws {
+        let bytes: [UInt8] = [
+            0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0x00, 0x00, 0x00, 0x0D, 0x49, 0x48, 0x44, 0x52,
+            0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x01, 0x03, 0x00, 0x00, 0x00, 0x25, 0xDB, 0x56,
+            0xCA, 0x3F, 0xFF, 0xFF, 0xFF, 0x73, 0x43, 0x41, 0x4C, 0xBC, 0x1A, 0x90, 0x08, 0x00, 0x00, 0x00,
+            0x00, 0x49, 0x45, 0x4E, 0x44, 0xAE, 0x42, 0x60, 0x82,
+        ]
+        let error = #expect(throws: ImageError.self) { try PNGCoder.shared.decode(Data(bytes), options: .init()) }
+        #expect(error?.code == .badImageData)
+        #expect(error?.message?.contains("sCAL") == true)
+    }
+}
