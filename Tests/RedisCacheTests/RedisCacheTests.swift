@@ -158,6 +158,7 @@ struct RedisCacheTests {
         #expect(second.image.width == 4 && second.image.height == 3)
         #expect(second.cacheType == .disk)
         #expect(loaderB.requestCount == 0, "the second replica must not reach the origin")
+        #expect(transformerB.callCount == 0, "the stored thumbnail is used as it is")
 
         // The original is shared too: an untransformed load on B also needs no request.
         let original = try await managerB.loadImage(with: url, context: RedisCacheTesting.context())

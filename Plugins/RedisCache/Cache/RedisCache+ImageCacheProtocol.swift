@@ -7,8 +7,10 @@ extension RedisCache {
     ///
     /// Completes on the cache's queue with the bytes and metadata (`cacheType` `.disk`), or nil for a miss —
     /// including every Redis failure (logged, counted, never reported). With fleet coalescing a miss may first
-    /// wait for another process that is fetching the same key. A hit is copied to `promotingHitsTo`. Returns an
-    /// operation whose cancellation completes the query with `cancelled` at once.
+    /// wait for another process that is fetching the same key. A hit is copied to `promotingHitsTo`. Always
+    /// answers asynchronously, also with ``ImageCore/ImageOptions/queryDiskDataSync`` (a network level cannot
+    /// answer before returning without blocking the caller's thread). Returns an operation whose cancellation
+    /// completes the query with `cancelled` at once.
     @discardableResult
     public func queryImage(
         forKey key: String, options: ImageOptions, context: ImageContext, cacheType: ImageCacheType,
