@@ -14,15 +14,18 @@ public func buildApplication(
     }
     var loaderConfiguration = HTTPLoaderConfiguration()
     loaderConfiguration.maximumResponseSize = configuration.maxSourceBytes
-    let loader = HTTPLoader(configuration: loaderConfiguration)
+    let allowlist = OriginAllowlist(configuration.allowedOrigins)
+    // Redirects are followed by the wrapper, which checks every hop against the allowlist.
+    let loader = HTTPLoader(configuration: AllowlistRedirectLoader.innerConfiguration(loaderConfiguration))
+    let redirectChecking = AllowlistRedirectLoader(
+        inner: loader, allowlist: allowlist, maximumRedirects: configuration.maxRedirects)
     let disk = DiskCache(
         configuration: configuration.cacheDirectory.map { DiskCacheConfiguration(directory: $0) }
             ?? DiskCacheConfiguration(namespace: "thumbnail-server"))
     let manager = ImageManager(
-        cache: CachesManager([MemoryCache(), disk]), loader: LoadersManager(loaders: [loader]))
+        cache: CachesManager([MemoryCache(), disk]), loader: LoadersManager(loaders: [redirectChecking]))
     let renderer = ThumbnailRenderer(
         manager: manager, maxSourcePixels: configuration.maxSourcePixels, quality: configuration.quality)
-    let allowlist = OriginAllowlist(configuration.allowedOrigins)
     let samples = try await WorkPool.cpu.run { try SampleImages.make() }
 
     let router = Router()
@@ -39,7 +42,13 @@ public func buildApplication(
                 throw HTTPError(.forbidden, message: "source origin is not on the allowlist")
             }
             let webp = ContentNegotiation.acceptsWebP(request.headers[.accept])
-            let thumbnail = try await renderer.render(thumbnailRequest, webp: webp)
+            let thumbnail: ThumbnailRenderer.Thumbnail
+            do {
+                thumbnail = try await renderer.render(thumbnailRequest, webp: webp)
+            } catch let error as HTTPError where error.status == .forbidden {
+                counters.increment(.forbidden)  // a redirect hop outside the allowlist
+                throw error
+            }
             counters.increment(thumbnail.cacheType == .none ? .cacheMisses : .cacheHits)
 
             var headers: HTTPFields = [

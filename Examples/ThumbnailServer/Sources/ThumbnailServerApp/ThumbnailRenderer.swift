@@ -7,6 +7,11 @@ import WebImage
 /// The ImageManager does the heavy lifting: a memory + disk cache (the original download on disk, the resized
 /// image in memory and on disk), one download and one resize for concurrent requests of the same thumbnail,
 /// the byte budget (the loader's maximum response size) and the pixel budget (checked from the header).
+///
+/// Animated sources (GIF, animated WebP) give a still thumbnail of their first frame at the requested size. The
+/// core skips transformers for animated images unless `.transformAnimatedImage`, which would resize every frame
+/// only for the encoder to keep the first; decoding with `.decodeFirstFrameOnly` instead costs one frame of
+/// work and memory whatever the frame count, so a hostile animation cannot make a thumbnail expensive.
 struct ThumbnailRenderer: Sendable {
     struct Thumbnail: Sendable {
         let data: Data
@@ -25,7 +30,8 @@ struct ThumbnailRenderer: Sendable {
         context.imageDecodeOptions = ImageDecodeOptions(maxPixelCount: maxSourcePixels)
         let result: ImageResult
         do {
-            result = try await manager.loadImage(with: request.source, context: context)
+            result = try await manager.loadImage(
+                with: request.source, options: [.decodeFirstFrameOnly], context: context)
         } catch {
             throw Self.httpError(for: error)
         }
@@ -50,6 +56,9 @@ struct ThumbnailRenderer: Sendable {
 
     /// Maps the SDK's error codes to the status a client can act on.
     static func httpError(for error: ImageError) -> HTTPError {
+        if error.underlying is AllowlistRedirectLoader.RedirectRefused {
+            return HTTPError(.forbidden, message: "source redirect refused: \(error.message ?? "")")
+        }
         let status: HTTPResponse.Status =
             switch error.code {
             case .imageTooLarge, .downloadTooLarge: .contentTooLarge

@@ -9,6 +9,8 @@ public struct ThumbnailServerConfiguration: Sendable {
     /// Source images may only come from these origins: a bare host (`images.example.com`, any scheme and port)
     /// or a full origin (`https://cdn.example.com:8443`). Default: this machine, which serves `/samples/`.
     public var allowedOrigins = ["127.0.0.1", "localhost"]
+    /// Redirects followed per source, each hop checked against ``allowedOrigins`` (default 5).
+    public var maxRedirects = 5
     /// The largest source image downloaded, in bytes (the HTTP loader's maximum response size).
     public var maxSourceBytes = 20 << 20
     /// The largest source image decoded, in pixels; checked from the header before decoding.
