@@ -9,7 +9,9 @@ import WebImage
 public func buildApplication(
     _ configuration: ThumbnailServerConfiguration, counters: ServerCounters = ServerCounters()
 ) async throws -> some ApplicationProtocol {
-    for coder: any ImageCoder in [PNGCoder.shared, JPEGCoder.shared, WebPCoder.shared, GIFCoder.shared] {
+    for coder: any ImageCoder in [
+        PNGCoder.shared, JPEGCoder.shared, WebPCoder.shared, GIFCoder.shared, AVIFCoder.shared,
+    ] {
         CodersManager.shared.addCoder(coder)
     }
     var loaderConfiguration = HTTPLoaderConfiguration()
@@ -41,10 +43,11 @@ public func buildApplication(
                 counters.increment(.forbidden)
                 throw HTTPError(.forbidden, message: "source origin is not on the allowlist")
             }
-            let webp = ContentNegotiation.acceptsWebP(request.headers[.accept])
+            let encoding = ContentNegotiation.encoding(
+                accept: request.headers[.accept], canEncodeAVIF: CodersManager.shared.canEncode(to: .avif))
             let thumbnail: ThumbnailRenderer.Thumbnail
             do {
-                thumbnail = try await renderer.render(thumbnailRequest, webp: webp)
+                thumbnail = try await renderer.render(thumbnailRequest, encoding: encoding)
             } catch let error as HTTPError where error.status == .forbidden {
                 counters.increment(.forbidden)  // a redirect hop outside the allowlist
                 throw error
