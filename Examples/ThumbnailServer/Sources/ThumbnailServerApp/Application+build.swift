@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import RedisCache
 import ServiceLifecycle
 import WebImage
 
@@ -24,8 +25,16 @@ public func buildApplication(
     let disk = DiskCache(
         configuration: configuration.cacheDirectory.map { DiskCacheConfiguration(directory: $0) }
             ?? DiskCacheConfiguration(namespace: "thumbnail-server"))
-    let manager = ImageManager(
-        cache: CachesManager([MemoryCache(), disk]), loader: LoadersManager(loaders: [redirectChecking]))
+    // With Redis: a third level shared by every replica, hits copied to the local disk, and fleet-wide
+    // coalescing so N replicas missing one thumbnail make one origin request.
+    let redis = try configuration.redis.map { urls in
+        var redisConfiguration = try RedisCacheConfiguration(urlList: urls)
+        redisConfiguration.keyPrefix = configuration.redisKeyPrefix
+        redisConfiguration.fleetCoalescing = .init()
+        return RedisCache(configuration: redisConfiguration, promotingHitsTo: disk)
+    }
+    let levels: [any ImageCacheProtocol] = [MemoryCache(), disk] + (redis.map { [$0] } ?? [])
+    let manager = ImageManager(cache: CachesManager(levels), loader: LoadersManager(loaders: [redirectChecking]))
     let renderer = ThumbnailRenderer(
         manager: manager, maxSourcePixels: configuration.maxSourcePixels, quality: configuration.quality)
     let samples = try await WorkPool.cpu.run { try SampleImages.make() }
@@ -94,15 +103,17 @@ public func buildApplication(
     return Application(
         router: router,
         configuration: .init(address: .hostname(configuration.host, port: configuration.port)),
-        services: [LoaderShutdownService(loader: loader)])
+        services: [LoaderShutdownService(loader: loader, redis: redis)])
 }
 
-/// Shuts the HTTP loader's client down when the application stops.
+/// Shuts the HTTP loader's client (and the Redis connections) down when the application stops.
 struct LoaderShutdownService: Service {
     let loader: HTTPLoader
+    let redis: RedisCache?
 
     func run() async throws {
         try? await gracefulShutdown()
+        redis?.shutdown()
         try await loader.shutdown()
     }
 }
