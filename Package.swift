@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "DiskCache", targets: ["DiskCache"]),
         .library(name: "HTTPLoader", targets: ["HTTPLoader"]),
         .library(name: "ImageTransformers", targets: ["ImageTransformers"]),
+        .library(name: "RedisCache", targets: ["RedisCache"]),
         .library(name: "WebImage", targets: ["WebImage"]),
         .executable(name: "webimage-demo", targets: ["WebImageDemo"]),
         .executable(name: "image-soak", targets: ["ImageSoak"]),
@@ -28,6 +29,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
     ],
     targets: [
         // MARK: Core (Foundation and the standard library only)
@@ -68,6 +70,20 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"), .product(name: "Metrics", package: "swift-metrics"),
             ],
             path: "Plugins/DiskCache"),
+
+        // A shared cache level for a fleet: a small RESP client on SwiftNIO (no coder, no AsyncHTTPClient).
+        .target(
+            name: "RedisCache",
+            dependencies: [
+                "ImageCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            path: "Plugins/RedisCache"),
 
         // MARK: Loader plugin
         .target(
@@ -138,6 +154,16 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+            ]),
+        .testTarget(
+            name: "RedisCacheTests",
+            dependencies: [
+                "RedisCache", "MemoryCache", "DiskCache", "HTTPLoader", "ImageTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
             ]),
         .testTarget(name: "ImageTransformersTests", dependencies: ["ImageTransformers", "ImageTestSupport"]),

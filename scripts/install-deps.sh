@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the system packages the SDK builds against, only those missing, on Debian or Ubuntu.
-# Usage: scripts/install-deps.sh [--test]   (--test adds what the test suite needs: nginx)
+# Usage: scripts/install-deps.sh [--test]   (--test adds what the test suite needs: nginx, redis, chromium)
 set -euo pipefail
 
 want_test=0
@@ -40,6 +40,11 @@ if [ "$want_test" -eq 1 ]; then
     if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then
         ensure_index
         if available nginx-light; then packages+=(nginx-light); else packages+=(nginx-core); fi
+    fi
+    packages+=(redis-server redis-tools)   # RedisCache tests: single nodes and a 3-primary cluster
+    if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
+        ensure_index   # ThumbnailServer: the gallery in headless Chromium (Ubuntu: chromium-browser)
+        if available chromium; then packages+=(chromium); else packages+=(chromium-browser); fi
     fi
 fi
 

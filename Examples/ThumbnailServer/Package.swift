@@ -18,6 +18,7 @@ let package = Package(
             name: "ThumbnailServerApp",
             dependencies: [
                 .product(name: "WebImage", package: "WebImage"),
+                .product(name: "RedisCache", package: "WebImage"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]),

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import RedisCache
 import ServiceLifecycle
 import WebImage
 
@@ -9,20 +10,33 @@ import WebImage
 public func buildApplication(
     _ configuration: ThumbnailServerConfiguration, counters: ServerCounters = ServerCounters()
 ) async throws -> some ApplicationProtocol {
-    for coder: any ImageCoder in [PNGCoder.shared, JPEGCoder.shared, WebPCoder.shared, GIFCoder.shared] {
+    for coder: any ImageCoder in [
+        PNGCoder.shared, JPEGCoder.shared, WebPCoder.shared, GIFCoder.shared, AVIFCoder.shared,
+    ] {
         CodersManager.shared.addCoder(coder)
     }
     var loaderConfiguration = HTTPLoaderConfiguration()
     loaderConfiguration.maximumResponseSize = configuration.maxSourceBytes
-    let loader = HTTPLoader(configuration: loaderConfiguration)
+    let allowlist = OriginAllowlist(configuration.allowedOrigins)
+    // Redirects are followed by the wrapper, which checks every hop against the allowlist.
+    let loader = HTTPLoader(configuration: AllowlistRedirectLoader.innerConfiguration(loaderConfiguration))
+    let redirectChecking = AllowlistRedirectLoader(
+        inner: loader, allowlist: allowlist, maximumRedirects: configuration.maxRedirects)
     let disk = DiskCache(
         configuration: configuration.cacheDirectory.map { DiskCacheConfiguration(directory: $0) }
             ?? DiskCacheConfiguration(namespace: "thumbnail-server"))
-    let manager = ImageManager(
-        cache: CachesManager([MemoryCache(), disk]), loader: LoadersManager(loaders: [loader]))
+    // With Redis: a third level shared by every replica, hits copied to the local disk, and fleet-wide
+    // coalescing so N replicas missing one thumbnail make one origin request.
+    let redis = try configuration.redis.map { urls in
+        var redisConfiguration = try RedisCacheConfiguration(urlList: urls)
+        redisConfiguration.keyPrefix = configuration.redisKeyPrefix
+        redisConfiguration.fleetCoalescing = .init()
+        return RedisCache(configuration: redisConfiguration, promotingHitsTo: disk)
+    }
+    let levels: [any ImageCacheProtocol] = [MemoryCache(), disk] + (redis.map { [$0] } ?? [])
+    let manager = ImageManager(cache: CachesManager(levels), loader: LoadersManager(loaders: [redirectChecking]))
     let renderer = ThumbnailRenderer(
         manager: manager, maxSourcePixels: configuration.maxSourcePixels, quality: configuration.quality)
-    let allowlist = OriginAllowlist(configuration.allowedOrigins)
     let samples = try await WorkPool.cpu.run { try SampleImages.make() }
 
     let router = Router()
@@ -38,8 +52,15 @@ public func buildApplication(
                 counters.increment(.forbidden)
                 throw HTTPError(.forbidden, message: "source origin is not on the allowlist")
             }
-            let webp = ContentNegotiation.acceptsWebP(request.headers[.accept])
-            let thumbnail = try await renderer.render(thumbnailRequest, webp: webp)
+            let encoding = ContentNegotiation.encoding(
+                accept: request.headers[.accept], canEncodeAVIF: CodersManager.shared.canEncode(to: .avif))
+            let thumbnail: ThumbnailRenderer.Thumbnail
+            do {
+                thumbnail = try await renderer.render(thumbnailRequest, encoding: encoding)
+            } catch let error as HTTPError where error.status == .forbidden {
+                counters.increment(.forbidden)  // a redirect hop outside the allowlist
+                throw error
+            }
             counters.increment(thumbnail.cacheType == .none ? .cacheMisses : .cacheHits)
 
             var headers: HTTPFields = [
@@ -82,15 +103,17 @@ public func buildApplication(
     return Application(
         router: router,
         configuration: .init(address: .hostname(configuration.host, port: configuration.port)),
-        services: [LoaderShutdownService(loader: loader)])
+        services: [LoaderShutdownService(loader: loader, redis: redis)])
 }
 
-/// Shuts the HTTP loader's client down when the application stops.
+/// Shuts the HTTP loader's client (and the Redis connections) down when the application stops.
 struct LoaderShutdownService: Service {
     let loader: HTTPLoader
+    let redis: RedisCache?
 
     func run() async throws {
         try? await gracefulShutdown()
+        redis?.shutdown()
         try await loader.shutdown()
     }
 }

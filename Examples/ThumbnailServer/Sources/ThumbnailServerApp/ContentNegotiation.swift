@@ -1,13 +1,45 @@
+import Foundation
+import WebImage
+
 /// Picks the thumbnail's format from the client's `Accept` header.
 enum ContentNegotiation {
+    /// The thumbnail formats the server answers with, best first.
+    enum Encoding: String, Sendable, CaseIterable {
+        /// AVIF, for clients that list `image/avif` (current browsers): the smallest files.
+        case avif
+        /// WebP, for clients that list `image/webp`.
+        case webp
+        /// What every client takes: PNG for images with alpha, JPEG for the rest.
+        case jpegOrPNG = "jpeg-png"
+
+        /// The format for `image`.
+        func format(for image: Image) -> ImageFormat {
+            switch self {
+            case .avif: .avif
+            case .webp: .webp
+            case .jpegOrPNG: image.pixels.layout.hasAlpha ? .png : .jpeg
+            }
+        }
+    }
+
+    /// The best encoding the client accepts: AVIF when `accept` lists `image/avif` with a non-zero quality and
+    /// `canEncodeAVIF`, else WebP likewise, else JPEG/PNG.
+    static func encoding(accept: String?, canEncodeAVIF: Bool) -> Encoding {
+        if canEncodeAVIF, accepts("image/avif", in: accept) { return .avif }
+        return accepts("image/webp", in: accept) ? .webp : .jpegOrPNG
+    }
+
     /// True when `accept` lists `image/webp` with a non-zero quality.
+    static func acceptsWebP(_ accept: String?) -> Bool { accepts("image/webp", in: accept) }
+
+    /// True when `accept` lists `mimeType` with a non-zero quality.
     ///
-    /// Only an explicit `image/webp` counts: `image/*` and `*/*` are sent by clients that cannot decode WebP.
-    static func acceptsWebP(_ accept: String?) -> Bool {
+    /// Only an explicit type counts: `image/*` and `*/*` are sent by clients that cannot decode WebP or AVIF.
+    static func accepts(_ mimeType: String, in accept: String?) -> Bool {
         guard let accept else { return false }
         for range in accept.split(separator: ",") {
             let parts = range.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
-            guard parts.first == "image/webp" else { continue }
+            guard parts.first == mimeType else { continue }
             let quality = parts.dropFirst().first { $0.hasPrefix("q=") }.flatMap { Double($0.dropFirst(2)) } ?? 1
             return quality > 0
         }

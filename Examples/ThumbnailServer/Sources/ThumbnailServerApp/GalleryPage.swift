@@ -1,6 +1,7 @@
 import Foundation
 
-/// The HTML of `/`: every sample in each fit, as thumbnails this server makes.
+/// The HTML of `/`: every sample in each fit, as thumbnails this server makes; after the page's `load` event the
+/// body carries `data-images` (count) and `data-broken` (images with no pixels).
 enum GalleryPage {
     static func html(origin: String, samples: [String]) -> String {
         let fits = ["contain", "cover", "fill"]
@@ -29,6 +30,15 @@ enum GalleryPage {
             <p>200×200 thumbnails of the sample images, made by <code>GET /thumbnail</code>.
             Counters: <a href="/metrics">/metrics</a>.</p>
             \(rows.joined(separator: "\n"))
+            <script>
+            // After every image settled, record how many there are and how many failed, so a headless browser
+            // (the test, or a health check) can read the outcome from the DOM.
+            window.addEventListener("load", () => {
+              const images = Array.from(document.images);
+              document.body.dataset.images = images.length;
+              document.body.dataset.broken = images.filter(i => !(i.complete && i.naturalWidth > 0)).length;
+            });
+            </script>
             </body></html>
 
             """

@@ -17,7 +17,33 @@ enum SampleImages {
                 try WebPCoder.shared.encode(landscape(width: 1200, height: 300), as: .webp, options: options),
                 "image/webp"
             ),
+            "spinner.gif": (
+                try GIFCoder.shared.encode(spinner(width: 300, height: 200, frames: 4), as: .gif, options: options),
+                "image/gif"
+            ),
         ]
+    }
+
+    /// An animation: a dot circling on a coloured background, one frame per step, 0.1 s each.
+    static func spinner(width: Int, height: Int, frames count: Int) -> Image {
+        let frames = (0..<count).map { step in
+            var bytes = [UInt8](repeating: 0, count: width * height * 3)
+            let angle = Double(step) / Double(count) * 2 * Double.pi
+            let cx = Double(width) / 2 + cos(angle) * Double(height) / 3
+            let cy = Double(height) / 2 + sin(angle) * Double(height) / 3
+            let radius = Double(height) / 10
+            for y in 0..<height {
+                for x in 0..<width {
+                    let i = (y * width + x) * 3
+                    let inside =
+                        (Double(x) - cx) * (Double(x) - cx) + (Double(y) - cy) * (Double(y) - cy) < radius * radius
+                    (bytes[i], bytes[i + 1], bytes[i + 2]) = inside ? (250, 250, 250) : (30, 60, UInt8(100 + step * 30))
+                }
+            }
+            return ImageFrame(
+                pixels: PixelBuffer(width: width, height: height, layout: .rgb8, bytes: bytes), duration: 0.1)
+        }
+        return Image(frames: frames)
     }
 
     /// Sky, sun and hills, RGB.

@@ -9,6 +9,8 @@ public struct ThumbnailServerConfiguration: Sendable {
     /// Source images may only come from these origins: a bare host (`images.example.com`, any scheme and port)
     /// or a full origin (`https://cdn.example.com:8443`). Default: this machine, which serves `/samples/`.
     public var allowedOrigins = ["127.0.0.1", "localhost"]
+    /// Redirects followed per source, each hop checked against ``allowedOrigins`` (default 5).
+    public var maxRedirects = 5
     /// The largest source image downloaded, in bytes (the HTTP loader's maximum response size).
     public var maxSourceBytes = 20 << 20
     /// The largest source image decoded, in pixels; checked from the header before decoding.
@@ -21,14 +23,28 @@ public struct ThumbnailServerConfiguration: Sendable {
     public var cacheControl = "public, max-age=86400"
     /// Where the disk cache lives; nil uses `~/.cache/thumbnail-server` (or `$XDG_CACHE_HOME`).
     public var cacheDirectory: URL?
+    /// A Redis shared by every replica, as a third cache level with fleet-wide coalescing: one URL
+    /// (`redis://host:6379`, `rediss://…`, `redis+unix:///path`) or the comma-separated seeds of a Redis Cluster.
+    /// Nil (the default) runs without Redis.
+    public var redis: String?
+    /// Prefix of the keys the server writes to Redis (default `thumbnail-server:`).
+    public var redisKeyPrefix = "thumbnail-server:"
 
     /// The defaults.
     public init() {}
 
     /// The defaults overridden by `HOST`, `PORT`, `ALLOWED_ORIGINS` (comma-separated), `MAX_SOURCE_BYTES`,
-    /// `MAX_SOURCE_PIXELS` and `CACHE_DIR`.
-    public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> Self {
+    /// `MAX_SOURCE_PIXELS`, `CACHE_DIR` and `REDIS_URL`, then by the command line's `--redis URL` (or `--redis=URL`).
+    public static func fromEnvironment(
+        _ environment: [String: String] = ProcessInfo.processInfo.environment,
+        arguments: [String] = CommandLine.arguments
+    ) -> Self {
         var configuration = Self()
+        configuration.redis = environment["REDIS_URL"]
+        for (index, argument) in arguments.enumerated() {
+            if argument == "--redis", index + 1 < arguments.count { configuration.redis = arguments[index + 1] }
+            if argument.hasPrefix("--redis=") { configuration.redis = String(argument.dropFirst("--redis=".count)) }
+        }
         if let host = environment["HOST"] { configuration.host = host }
         if let port = environment["PORT"].flatMap(Int.init) { configuration.port = port }
         if let origins = environment["ALLOWED_ORIGINS"] {

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import HummingbirdTesting
+import Synchronization
 import Testing
 import WebImage
 
@@ -31,6 +32,12 @@ import WebImage
         return "/thumbnail?url=\(source.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)&\(query)"
     }
 
+    func pixel(_ buffer: PixelBuffer, _ x: Int, _ y: Int) -> (UInt8, UInt8, UInt8) {
+        let channels = buffer.layout.bytesPerPixel
+        let i = y * buffer.bytesPerRow + x * channels
+        return (buffer.bytes[i], buffer.bytes[i + 1], buffer.bytes[i + 2])
+    }
+
     func decode(_ body: ByteBuffer) throws -> Image {
         try CodersManager.shared.decode(Data(buffer: body), options: ImageDecodeOptions())
     }
@@ -39,7 +46,7 @@ import WebImage
         try await withServer { client, _ in
             let uri = try thumbnailURI(client, "photo.jpg")
             let response = try await client.execute(
-                uri: uri, method: .get, headers: [.accept: "image/avif,image/webp,image/*;q=0.8"])
+                uri: uri, method: .get, headers: [.accept: "image/webp,image/*;q=0.8"])
             #expect(response.status == .ok)
             #expect(response.headers[.contentType] == "image/webp")
             let image = try decode(response.body)
@@ -158,6 +165,61 @@ import WebImage
         }
     }
 
+    /// An animated source comes out at the requested size, as a still of its first frame.
+    @Test func animatedSourceIsResized() async throws {
+        try await withServer { client, _ in
+            for (query, width, height) in [
+                ("w=50&h=50&fit=fill", 50, 50), ("w=50&h=50", 50, 33), ("w=40&fit=cover", 40, 40),
+            ] {
+                let response = try await client.execute(
+                    uri: try thumbnailURI(client, "spinner.gif", query: query), method: .get)
+                #expect(response.status == .ok, "\(query)")
+                let image = try decode(response.body)
+                #expect(image.width == width && image.height == height, "\(query): \(image.width)x\(image.height)")
+                #expect(image.frameCount == 1)
+                // The first frame: the dot starts right of the centre, at 3 o'clock, on the first background.
+                let sample = SampleImages.spinner(width: 300, height: 200, frames: 4)
+                let frame = try #require(image.frames.first).pixels
+                let background = sample.frames[0].pixels
+                #expect(abs(Int(pixel(frame, 0, 0).2) - Int(pixel(background, 0, 0).2)) < 12, "\(query)")
+            }
+        }
+    }
+
+    /// Every redirect hop is checked against the allowlist: an allowlisted origin redirecting elsewhere is refused
+    /// before the other host is contacted; redirects that stay inside are followed; loops and long chains fail.
+    @Test func redirectHopsAreChecked() async throws {
+        let origin = RedirectingOrigin()
+        try await origin.app.test(.live) { originClient in
+            let originPort = try #require(originClient.port)
+            try await withServer({ $0.allowedOrigins = ["127.0.0.1"] }) { client, counters in
+                func get(_ path: String) async throws -> TestResponse {
+                    let source = "http://127.0.0.1:\(originPort)\(path)"
+                    let encoded = source.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+                    return try await client.execute(uri: "/thumbnail?url=\(encoded)&w=32", method: .get)
+                }
+                let outside = try await get("/redirect?to=http://localhost:\(originPort)/image.png")
+                #expect(outside.status == .forbidden)
+                #expect(origin.hits(host: "localhost") == 0, "the host outside the allowlist was contacted")
+                #expect(counters.value(.forbidden) == 1)
+
+                // Two hops, the second outside.
+                let chain = try await get("/redirect?to=/redirect%3Fto%3Dhttp://localhost:\(originPort)/image.png")
+                #expect(chain.status == .forbidden)
+                #expect(origin.hits(host: "localhost") == 0)
+
+                let inside = try await get("/redirect?to=/image.png")
+                #expect(inside.status == .ok)
+                #expect(try decode(inside.body).width == 32)
+                #expect(origin.hits(host: "127.0.0.1") == 1)
+
+                let loop = try await get("/loop")
+                #expect(loop.status == .forbidden)
+                #expect(origin.hits(host: "127.0.0.1") == 1)
+            }
+        }
+    }
+
     @Test func acceptParsing() {
         #expect(ContentNegotiation.acceptsWebP("image/webp"))
         #expect(ContentNegotiation.acceptsWebP("text/html, image/WebP;q=0.9"))
@@ -167,5 +229,32 @@ import WebImage
         #expect(ContentNegotiation.matches(ifNoneMatch: "\"a\", W/\"b\"", etag: "\"b\""))
         #expect(ContentNegotiation.matches(ifNoneMatch: "*", etag: "\"b\""))
         #expect(!ContentNegotiation.matches(ifNoneMatch: "\"a\"", etag: "\"b\""))
+    }
+}
+
+/// A source origin whose answers redirect: `/redirect?to=<location>` (302 to `to`), `/loop` (302 to itself),
+/// `/image.png` (a 100x100 PNG). Counts image requests per `Host`.
+final class RedirectingOrigin: Sendable {
+    private let imageHits = Mutex([String: Int]())
+
+    func hits(host: String) -> Int { imageHits.withLock { $0[host, default: 0] } }
+
+    var app: some ApplicationProtocol {
+        let router = Router()
+        router.get("/redirect") { request, _ -> Response in
+            let target = request.uri.queryParameters.get("to") ?? "/"
+            return Response(status: .found, headers: [.location: target])
+        }
+        router.get("/loop") { _, _ -> Response in Response(status: .found, headers: [.location: "/loop"]) }
+        router.get("/image.png") { request, _ -> Response in
+            let host = (request.head.authority ?? "").split(separator: ":").first.map(String.init) ?? ""
+            self.imageHits.withLock { $0[host, default: 0] += 1 }
+            let data = try PNGCoder.shared.encode(
+                SampleImages.badge(size: 100), as: .png, options: ImageEncodeOptions())
+            return Response(
+                status: .ok, headers: [.contentType: "image/png"],
+                body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
+        }
+        return Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
     }
 }
