@@ -2,7 +2,7 @@
 SWIFT ?= swift
 CORPUS ?= $(abspath ../shared/corpus)
 
-.PHONY: demo test deps test-deps lint format bench
+.PHONY: demo test deps test-deps lint format bench docs
 
 deps:
 	@scripts/install-deps.sh
@@ -27,3 +27,14 @@ format:
 ## Benchmarks (release build, separate package); see CONTRIBUTING.md.
 bench: deps
 	cd Benchmarks && $(SWIFT) package --allow-writing-to-package-directory benchmark
+
+## API documentation (swift-docc-plugin): one DocC archive per product plus a combined one, in
+## .build/plugins/Swift-DocC/outputs (combined: WebImage.doccarchive; per product: intermediates/). Combined mode
+## lets a catalog link to another product's symbols with a leading slash (``/ImageCore/ImageError``).
+DOC_TARGETS = ImageCore PNGCoder JPEGCoder WebPCoder GIFCoder MemoryCache DiskCache HTTPLoader ImageTransformers WebImage
+## Fails when DocC warns about a catalog page (a broken link, an unknown topic).
+docs: deps
+	@mkdir -p .build
+	bash -o pipefail -c '$(SWIFT) package generate-documentation --enable-experimental-combined-documentation \
+		$(addprefix --target ,$(DOC_TARGETS)) 2>&1 | tee .build/docs.log'
+	@! grep -B1 -E -- '^ *--> [^ ]*\.md:' .build/docs.log || { echo "make docs: DocC warns about a catalog page (above)"; exit 1; }
