@@ -2,7 +2,7 @@
 SWIFT ?= swift
 CORPUS ?= $(abspath ../shared/corpus)
 
-.PHONY: demo test deps test-deps lint format bench fuzz soak
+.PHONY: demo test deps test-deps lint format bench fuzz soak docs
 
 deps:
 	@scripts/install-deps.sh
@@ -37,3 +37,14 @@ soak: deps
 	$(SWIFT) build --product image-soak
 	$(SWIFT) run --skip-build image-soak --seconds $${SOAK_SECONDS:-1800} --csv Benchmarks/soak.csv
 	/usr/bin/python3 Benchmarks/soak_plot.py Benchmarks/soak.csv Benchmarks/soak.png "image-soak, $${SOAK_SECONDS:-1800} s"
+
+## API documentation (swift-docc-plugin): one DocC archive per product plus a combined one, in
+## .build/plugins/Swift-DocC/outputs (combined: WebImage.doccarchive; per product: intermediates/). Combined mode
+## lets a catalog link to another product's symbols with a leading slash (``/ImageCore/ImageError``).
+DOC_TARGETS = ImageCore PNGCoder JPEGCoder WebPCoder GIFCoder AVIFCoder MemoryCache DiskCache HTTPLoader RedisCache ImageTransformers WebImage
+## Fails when DocC warns about a catalog page (a broken link, an unknown topic).
+docs: deps
+	@mkdir -p .build
+	bash -o pipefail -c '$(SWIFT) package generate-documentation --enable-experimental-combined-documentation \
+		$(addprefix --target ,$(DOC_TARGETS)) 2>&1 | tee .build/docs.log'
+	@! grep -B1 -E -- '^ *--> [^ ]*\.md:' .build/docs.log || { echo "make docs: DocC warns about a catalog page (above)"; exit 1; }

@@ -60,6 +60,8 @@ if [ "${SKIP_EXAMPLES:-0}" != "1" ]; then
             (cd "$example" && $swift build)
         fi
     done
+    step "README snippets"
+    scripts/readme-snippets.sh
 fi
 
 step "all tests passed"

@@ -3,7 +3,7 @@ import Foundation
 /// An image file format, extensible by plugins.
 ///
 /// A string-backed struct rather than an enum so a plugin can add a format (`extension ImageFormat { static let
-/// qoi = ImageFormat(rawValue: "qoi") }`) without touching ImageCore. ``detect(_:)`` recognises the built-in
+/// qoi = ImageFormat(rawValue: "qoi") }`) without touching ImageCore. ``detect(_:)-(Data)`` recognises the built-in
 /// formats from their full magic numbers.
 public struct ImageFormat: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     /// The format's short lowercase name, e.g. `"jpeg"`.
