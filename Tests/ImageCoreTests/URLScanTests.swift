@@ -54,6 +54,11 @@ import Testing
     @Test func theSchemeCheckIsFoundations() {
         var strings = Self.urls().map(\.absoluteString)
         strings += ["a.png", "/a.png", "C:/x.png", "//h/a.png", "?q", "#f", "a+b:c", "1a:b"]
+        // Near misses of the http(s) shortcut: case, a fifth letter, too short to hold it, a byte one bit away.
+        strings += [
+            "HTTP://h/a.png", "hTtPs://h/a", "httpx://h/a.png", "https2:x", "http:", "https:", "http:x", "httpS:/a",
+            "http+s://h", "htt:p", "hxtp://h", "(ttp://h", "http%3A//h",
+        ]
         for string in strings {
             guard let url = URL(string: string) else { continue }
             #expect(URLScan.hasScheme(url, absoluteString: url.absoluteString) == (url.scheme != nil), "\(string)")

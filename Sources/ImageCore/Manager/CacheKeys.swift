@@ -71,18 +71,7 @@ enum CacheKeys {
             buffer[offset] = separator
             offset += 1
         }
-        let copied = part.utf8.withContiguousStorageIfAvailable { bytes in
-            UnsafeMutableRawBufferPointer(UnsafeMutableBufferPointer(rebasing: buffer[offset..<(offset + bytes.count)]))
-                .copyMemory(from: UnsafeRawBufferPointer(bytes))
-            return bytes.count
-        }
-        if let copied {
-            offset += copied
-        } else {
-            for byte in part.utf8 {
-                buffer[offset] = byte
-                offset += 1
-            }
-        }
+        let (_, end) = UnsafeMutableBufferPointer(rebasing: buffer[offset...]).initialize(from: part.utf8)
+        offset += end
     }
 }

@@ -22,11 +22,17 @@ public final class ImageLoadOperation: ImageOperation {
         init(_ result: ImageResult) { self.result = result }
     }
 
+    private final class QueryBox: Sendable {
+        let operation: any ImageOperation
+        init(operation: any ImageOperation) { self.operation = operation }
+    }
+
     private struct State {
         /// The final result was accepted (it may still be queued behind earlier deliveries).
         var finished = false
         var cancelled = false
-        var query: (any ImageOperation)?
+        /// Boxed: an inline optional existential would make every load's state pay for its value witnesses.
+        var query: QueryBox?
         var subscription: (job: FetchJob, id: UInt64)?
         /// The cached image delivered first by a revalidating load; the final result on "not modified".
         var cachedResult: CachedResult?
@@ -106,7 +112,7 @@ public final class ImageLoadOperation: ImageOperation {
                 state.query = nil
                 state.subscription = nil
             }
-            return (state.query, state.subscription, state.subscription == nil)
+            return (state.query?.operation, state.subscription, state.subscription == nil)
         }
         query?.cancel()
         if let (job, id) = subscription { job.cancel(id) }
@@ -120,7 +126,7 @@ public final class ImageLoadOperation: ImageOperation {
         guard let query else { return }
         let cancelled = state.withLock { state -> Bool in
             if state.cancelled || state.finished { return true }
-            state.query = query
+            state.query = QueryBox(operation: query)
             return false
         }
         if cancelled { query.cancel() }

@@ -103,6 +103,13 @@ enum URLScan {
 
     /// The index of the `:` that ends a valid scheme (`ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )`), if any.
     private static func schemeEnd(_ bytes: UnsafeBufferPointer<UInt8>) -> Int? {
+        // Most URLs are http(s): recognise those four letters at once (ASCII case folded).
+        if bytes.count >= 6, let base = bytes.baseAddress,
+            UnsafeRawPointer(base).loadUnaligned(as: UInt32.self) | 0x2020_2020 == http
+        {
+            if bytes[4] == colon { return 4 }
+            if bytes[4] | 0x20 == UInt8(ascii: "s"), bytes[5] == colon { return 5 }
+        }
         guard let first = bytes.first, isLetter(first) else { return nil }
         var index = 1
         while index < bytes.count {
@@ -118,6 +125,8 @@ enum URLScan {
     private static func isDigit(_ byte: UInt8) -> Bool { byte >= 0x30 && byte <= 0x39 }
     fileprivate static func isAlphanumeric(_ byte: UInt8) -> Bool { isLetter(byte) || isDigit(byte) }
 
+    /// "http" as a little-endian `UInt32`.
+    private static let http = UInt32(littleEndian: 0x7074_7468)
     private static let colon = UInt8(ascii: ":")
     private static let slash = UInt8(ascii: "/")
     private static let question = UInt8(ascii: "?")
