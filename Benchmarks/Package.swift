@@ -63,7 +63,8 @@ let package = Package(
         ),
         .executableTarget(
             name: "CoreBenchmarks",
-            dependencies: [benchmark, "BenchSupport", "BenchMetrics"] + sdk("ImageCore", "MemoryCache"),
+            dependencies: [benchmark, "BenchSupport", "BenchMetrics"]
+                + sdk("ImageCore", "MemoryCache", "ImageTransformers"),
             path: "Benchmarks/CoreBenchmarks",
             plugins: benchmarkPlugin
         ),

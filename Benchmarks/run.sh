@@ -323,6 +323,8 @@ time_row("2", "memory hit: `loadImage` (callback) vs bare `MemoryCache` lookup, 
          S("Core_memoryHit_managerLoadImage"), S("Core_memoryHit_bareMemoryCache"), "≤ 2 µs and ≤ 5×")
 time_row("2", "memory hit: `async loadImage` vs bare lookup, per load",
          S("Core_memoryHit_managerLoadImageAsync"), S("Core_memoryHit_bareMemoryCache"))
+time_row("10", "memory hit with a `ResizeTransformer` in the context vs bare lookup of its key, per load",
+         S("Core_memoryHit_managerLoadImageTransformer"), S("Core_memoryHit_bareMemoryCacheTransformedKey"), "≤ 5×")
 c = "Core_concurrentLoads_10000x100"
 req = t(c, "loaderRequests")
 row("2", "10,000 concurrent loads of 100 URLs (scripted loader, 2 ms latency): wall (CPU); peak RSS; mallocs; loader requests",

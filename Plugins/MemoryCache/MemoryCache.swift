@@ -197,6 +197,16 @@ extension MemoryCache {
         return nil
     }
 
+    /// The same answer as ``queryImage(forKey:options:context:cacheType:completion:)``, returned instead of
+    /// passed to a completion: what the manager asks first, so a memory hit allocates nothing.
+    public func queryImageSync(
+        forKey key: String, options: ImageOptions, context: ImageContext, cacheType: ImageCacheType
+    ) -> SyncCacheQueryResult {
+        guard cacheType.contains(.memory), let (image, extras) = lookup(key) else { return .miss }
+        guard let extras else { return .hit(.image(image, cacheType: .memory)) }
+        return .hit(CacheQueryResult(image: image, data: extras.data, metadata: extras.metadata, cacheType: .memory))
+    }
+
     /// Stores `image` when `cacheType` has `.memory` and `image` is not nil; completes before returning.
     ///
     /// An image refused by the per-entry cap is not an error (the caller keeps its image); the completion

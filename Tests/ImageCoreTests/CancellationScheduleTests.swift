@@ -62,8 +62,10 @@ import Testing
 
     /// Runs one round; returns a description of the first broken invariant.
     private func runRound(_ generator: inout SplitMix64) async -> String? {
+        // Half the rounds with a cache that answers memory synchronously (the manager's fast path), half without.
         let rig = Rig(
-            loaderDelay: Double(generator.next() % 3) / 1000, decodeDelay: generator.next() % 4 == 0 ? 0.001 : 0)
+            loaderDelay: Double(generator.next() % 3) / 1000, decodeDelay: generator.next() % 4 == 0 ? 0.001 : 0,
+            cacheAnswersSynchronously: generator.next() % 2 == 0)
         let urls = (0..<3).map { testURL("u\($0)") }
         for (index, url) in urls.enumerated() {
             let colors: [RGBAColor] = index == 2 ? [.white, .black] : [.white]

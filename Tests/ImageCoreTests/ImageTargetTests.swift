@@ -34,6 +34,8 @@ private final class View: ImageTarget {
         let rig = Rig()
         let url = testURL()
         rig.loader.set(.failure(.invalidDownloadStatusCode(500)), for: url)
+        // Held, so the failure can't arrive before the check below (the loader answers on its own queue).
+        rig.loader.hold()
         let view = View()
         let recorder = DeliveryRecorder()
         view.setImage(
@@ -41,6 +43,8 @@ private final class View: ImageTarget {
             manager: rig.manager,
             completed: recorder.handler)
         #expect(view.displays.isEmpty)
+        #expect(await waitUntil { rig.loader.requestCount(for: url) == 1 })
+        rig.loader.releaseAll()
         _ = await recorder.waitForFinal()
         #expect(view.displays.count == 1)
         #expect(view.current?.width == 1)

@@ -9,8 +9,11 @@ struct Rig {
     let loader: ScriptedLoader
     let coder: TestCoder
 
-    init(loaderDelay: TimeInterval = 0, decodeDelay: TimeInterval = 0, workPool: WorkPool = .cpu) {
-        cache = RecordingCache()
+    init(
+        loaderDelay: TimeInterval = 0, decodeDelay: TimeInterval = 0, workPool: WorkPool = .cpu,
+        cacheAnswersSynchronously: Bool = true
+    ) {
+        cache = RecordingCache(answersSynchronously: cacheAnswersSynchronously)
         loader = ScriptedLoader(delay: loaderDelay)
         coder = TestCoder(decodeDelay: decodeDelay)
         manager = ImageManager(cache: cache, loader: loader, workPool: workPool)

@@ -4,6 +4,11 @@ import ImageCore
 
 /// A two-level cache double: a memory level answered synchronously and a "disk" level (a dictionary of bytes)
 /// answered on a serial queue (synchronously with `.queryDiskDataSync`). Records every call.
+///
+/// Like a memory cache in front of a disk cache, it answers ``queryImageSync(forKey:options:context:cacheType:)``
+/// when the memory level decides the query (a hit, or a miss with no disk level asked) and records that as a
+/// `query`; otherwise it leaves the query to the asynchronous path, which records it. Create it with
+/// `answersSynchronously: false` for a cache that only has the asynchronous query.
 public final class RecordingCache: ImageCacheProtocol, Sendable {
     /// One recorded call.
     public enum Call: Sendable, Equatable {
@@ -22,6 +27,7 @@ public final class RecordingCache: ImageCacheProtocol, Sendable {
         var disk: [String: (Data, CacheEntryMetadata?)] = [:]
         var calls: [Call] = []
         var failStores = false
+        var syncAnswers = 0
     }
 
     private let state = Locked(State())
@@ -32,8 +38,17 @@ public final class RecordingCache: ImageCacheProtocol, Sendable {
     /// Called at ``TestStage/cacheQuery``, ``TestStage/diskRead`` and ``TestStage/store``.
     public let hook = StageHook()
 
+    /// Whether ``queryImageSync(forKey:options:context:cacheType:)`` answers (else it always defers).
+    public let answersSynchronously: Bool
+
     /// Creates an empty cache.
-    public init(diskDelay: TimeInterval = 0) { self.diskDelay = diskDelay }
+    public init(diskDelay: TimeInterval = 0, answersSynchronously: Bool = true) {
+        self.diskDelay = diskDelay
+        self.answersSynchronously = answersSynchronously
+    }
+
+    /// Synchronous queries answered so far (hits and misses; deferred ones are not counted).
+    public var syncAnswers: Int { state.withLock { $0.syncAnswers } }
 
     /// Makes every store fail with `cacheFailure`.
     public func failStores(_ fail: Bool) { state.withLock { $0.failStores = fail } }
@@ -61,6 +76,31 @@ public final class RecordingCache: ImageCacheProtocol, Sendable {
     /// Seeds the disk level without recording.
     public func seedDisk(_ data: Data, metadata: CacheEntryMetadata? = nil, forKey key: String) {
         state.withLock { $0.disk[key] = (data, metadata) }
+    }
+
+    /// Answers from memory when that decides the query: a hit (without `.queryMemoryData`), or a miss when the disk
+    /// level is not asked. Records it as a `query` (and fires ``TestStage/cacheQuery``) only when it answers.
+    public func queryImageSync(
+        forKey key: String, options: ImageOptions, context: ImageContext, cacheType: ImageCacheType
+    ) -> SyncCacheQueryResult {
+        guard answersSynchronously else { return .needsAsyncQuery }
+        let answer = state.withLock { state -> SyncCacheQueryResult in
+            let image = cacheType.contains(.memory) ? state.memory[key] : nil
+            let answer: SyncCacheQueryResult
+            if let image, !options.contains(.queryMemoryData) {
+                answer = .hit(CacheQueryResult(image: image, cacheType: .memory))
+            } else if image == nil, !cacheType.contains(.disk) {
+                answer = .miss
+            } else {
+                return .needsAsyncQuery
+            }
+            state.calls.append(.query(key: key, cacheType: cacheType))
+            state.syncAnswers += 1
+            return answer
+        }
+        if case .needsAsyncQuery = answer { return answer }
+        hook.fire(.cacheQuery)
+        return answer
     }
 
     /// Memory first (sync); then disk on the queue unless `.queryDiskDataSync`.

@@ -4,6 +4,7 @@ import Benchmark
 import Dispatch
 import Foundation
 import ImageCore
+import ImageTransformers
 import MemoryCache
 import Synchronization
 
@@ -108,6 +109,37 @@ let benchmarks: @Sendable () -> Void = {
         let cpu = CPUClock.start()
         for _ in benchmark.scaledIterations {
             blackHole(cache.image(forKey: key))
+        }
+        cpu.stop(benchmark)
+    }
+
+    // The same hit with a transformer in the context (what a thumbnail service always has): the key gains the
+    // transformer's part and the extension, so the baseline is the bare lookup of that longer key.
+    var transformed = ImageContext()
+    transformed.imageTransformer = ResizeTransformer(width: 256, height: 256)
+    let transformedKey = manager.cacheKey(for: hitURL, context: transformed) ?? hitURL.absoluteString
+    cache.setImage(smallImage, forKey: transformedKey)
+
+    Benchmark("Core_memoryHit_managerLoadImageTransformer", configuration: perOp) { benchmark in
+        let cpu = CPUClock.start()
+        for _ in benchmark.scaledIterations {
+            manager.loadImage(with: hitURL, context: transformed) { result in blackHole(result) }
+        }
+        cpu.stop(benchmark)
+    } setup: {
+        let delivered = DeliveredCacheType()
+        manager.loadImage(with: hitURL, context: transformed) { result in
+            if case .success(let value) = result { delivered.value.withLock { $0 = value.cacheType } }
+        }
+        guard delivered.value.withLock({ $0 }) == .memory else {
+            throw BenchmarkSetupError("loadImage with a transformer did not answer synchronously from memory")
+        }
+    }
+
+    Benchmark("Core_memoryHit_bareMemoryCacheTransformedKey", configuration: perOp) { benchmark in
+        let cpu = CPUClock.start()
+        for _ in benchmark.scaledIterations {
+            blackHole(cache.image(forKey: transformedKey))
         }
         cpu.stop(benchmark)
     }

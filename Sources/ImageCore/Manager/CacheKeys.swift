@@ -24,25 +24,54 @@ enum CacheKeys {
     /// The part of decodes that keep raw (un-oriented) pixels.
     static let rawOrientationPart = "orientation(raw)"
 
-    /// The key for `base` with the given parts (nil and empty parts are skipped).
-    static func key(base: String, url: URL, parts: [String?]) -> String {
-        var key = base
-        var added = false
-        for case let part? in parts where !part.isEmpty {
-            key += "-" + part
-            added = true
+    /// The key for `base` with the given parts, in this order (nil and empty parts are skipped).
+    ///
+    /// Written in one pass into a buffer of the exact size: one allocation, no appends.
+    static func key(
+        base: String, url: URL, absoluteString: String, partition: String? = nil, thumbnail: String? = nil,
+        orientation: String? = nil, transformer: String? = nil
+    ) -> String {
+        let length = partLength(partition) + partLength(thumbnail) + partLength(orientation) + partLength(transformer)
+        guard length > 0 else { return base }
+        let ext = URLScan.shortExtension(of: url, absoluteString: absoluteString)
+        let total = base.utf8.count + length + (ext.map { 1 + $0.count } ?? 0)
+        return String(unsafeUninitializedCapacity: total) { buffer in
+            var offset = 0
+            write(base, separator: nil, into: buffer, at: &offset)
+            write(partition, separator: dash, into: buffer, at: &offset)
+            write(thumbnail, separator: dash, into: buffer, at: &offset)
+            write(orientation, separator: dash, into: buffer, at: &offset)
+            write(transformer, separator: dash, into: buffer, at: &offset)
+            if let ext {
+                buffer[offset] = dot
+                offset += 1
+                withUnsafeBytes(of: ext.packed.littleEndian) { bytes in
+                    for index in 0..<ext.count { buffer[offset + index] = bytes[index] }
+                }
+                offset += ext.count
+            }
+            return offset
         }
-        guard added else { return base }
-        if let ext = shortExtension(of: url) { key += "." + ext }
-        return key
     }
 
-    /// The URL path's extension when it is 1–5 ASCII letters or digits.
-    static func shortExtension(of url: URL) -> String? {
-        let ext = url.pathExtension
-        guard (1...5).contains(ext.count), ext.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else {
-            return nil
+    private static let dash = UInt8(ascii: "-")
+    private static let dot = UInt8(ascii: ".")
+
+    private static func partLength(_ part: String?) -> Int {
+        guard let part, !part.isEmpty else { return 0 }
+        return 1 + part.utf8.count
+    }
+
+    /// Writes `separator` and `part` (nothing when `part` is nil or empty) at `offset`.
+    private static func write(
+        _ part: String?, separator: UInt8?, into buffer: UnsafeMutableBufferPointer<UInt8>, at offset: inout Int
+    ) {
+        guard let part, !part.isEmpty else { return }
+        if let separator {
+            buffer[offset] = separator
+            offset += 1
         }
-        return ext.lowercased()
+        let (_, end) = UnsafeMutableBufferPointer(rebasing: buffer[offset...]).initialize(from: part.utf8)
+        offset += end
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The handle of one load: cancels its cache query and its share of a download; delivers its callbacks.
 ///
@@ -13,14 +14,28 @@ public final class ImageLoadOperation: ImageOperation {
         case result(Result<ImageResult, ImageError>)
     }
 
+    /// The cached result of a revalidating load, boxed: `ImageResult` holds Foundation's resilient `URL` and
+    /// `Data`, so an inline one would give `State` a layout known only at run time, and every load would pay for
+    /// it.
+    private final class CachedResult: Sendable {
+        let result: ImageResult
+        init(_ result: ImageResult) { self.result = result }
+    }
+
+    private final class QueryBox: Sendable {
+        let operation: any ImageOperation
+        init(operation: any ImageOperation) { self.operation = operation }
+    }
+
     private struct State {
         /// The final result was accepted (it may still be queued behind earlier deliveries).
         var finished = false
         var cancelled = false
-        var query: (any ImageOperation)?
+        /// Boxed: an inline optional existential would make every load's state pay for its value witnesses.
+        var query: QueryBox?
         var subscription: (job: FetchJob, id: UInt64)?
         /// The cached image delivered first by a revalidating load; the final result on "not modified".
-        var cachedResult: ImageResult?
+        var cachedResult: CachedResult?
         /// Deliveries waiting for the one that is running.
         var pending: [Delivery] = []
         /// A thread is running deliveries; others only enqueue.
@@ -28,22 +43,56 @@ public final class ImageLoadOperation: ImageOperation {
     }
 
     /// The URL being loaded (nil for an invalid request).
-    public let url: URL?
+    public var url: URL? { hasURL ? loadedURL : nil }
+    // A plain `URL` is cheaper to store and copy than a `URL?` (Foundation's `URL` is resilient, and an optional of
+    // it goes through the runtime's generic value witnesses): the hit path stores one per load.
+    private let loadedURL: URL
+    private let hasURL: Bool
+    private static let noURL = URL(string: "about:blank")!
     private let completion: ImageCompletionHandler
     private let progressHandler: ImageProgressHandler?
     let callbackQueue: CallbackQueue
     private weak let manager: ImageManager?
-    private let state = Locked(State())
+    /// Stored in the object itself (not a `Locked` box): one allocation per load instead of two.
+    private let state: Mutex<State>
 
     init(
         url: URL?, manager: ImageManager?, callbackQueue: CallbackQueue, progress: ImageProgressHandler?,
         completion: @escaping ImageCompletionHandler
     ) {
-        self.url = url
+        self.loadedURL = url ?? Self.noURL
+        self.hasURL = url != nil
         self.manager = manager
         self.callbackQueue = callbackQueue
         self.progressHandler = progress
         self.completion = completion
+        self.state = Mutex(State())
+    }
+
+    /// An operation created finished, for a result known before the operation exists (a memory hit): it has no
+    /// other delivery to order against and nobody else holds it yet, so the result goes straight to `completion`
+    /// (on the callback queue), with no lock and no queue.
+    static func completed(
+        url: URL, result: ImageResult, callbackQueue: CallbackQueue, completion: @escaping ImageCompletionHandler
+    ) -> ImageLoadOperation {
+        let operation = ImageLoadOperation(
+            url: url, callbackQueue: callbackQueue, completion: completion, finished: true)
+        if case .current = callbackQueue.kind {
+            completion(.success(result))
+        } else {
+            callbackQueue.execute { completion(.success(result)) }
+        }
+        return operation
+    }
+
+    private init(url: URL, callbackQueue: CallbackQueue, completion: @escaping ImageCompletionHandler, finished: Bool) {
+        self.loadedURL = url
+        self.hasURL = true
+        self.manager = nil
+        self.callbackQueue = callbackQueue
+        self.progressHandler = nil
+        self.completion = completion
+        self.state = Mutex(State(finished: finished))
     }
 
     /// True once cancelled.
@@ -63,7 +112,7 @@ public final class ImageLoadOperation: ImageOperation {
                 state.query = nil
                 state.subscription = nil
             }
-            return (state.query, state.subscription, state.subscription == nil)
+            return (state.query?.operation, state.subscription, state.subscription == nil)
         }
         query?.cancel()
         if let (job, id) = subscription { job.cancel(id) }
@@ -77,7 +126,7 @@ public final class ImageLoadOperation: ImageOperation {
         guard let query else { return }
         let cancelled = state.withLock { state -> Bool in
             if state.cancelled || state.finished { return true }
-            state.query = query
+            state.query = QueryBox(operation: query)
             return false
         }
         if cancelled { query.cancel() }
@@ -98,7 +147,7 @@ public final class ImageLoadOperation: ImageOperation {
     /// Delivers `result` as a non-final delivery (and remembers it for "not modified").
     func deliverCached(_ result: ImageResult) {
         enqueue(.result(.success(result.nonFinal()))) { state in
-            state.cachedResult = result
+            state.cachedResult = CachedResult(result)
             return true
         }
     }
@@ -110,7 +159,7 @@ public final class ImageLoadOperation: ImageOperation {
 
     /// Reports download progress.
     func reportProgress(received: Int, expected: Int?) {
-        guard progressHandler != nil, url != nil else { return }
+        guard progressHandler != nil, hasURL else { return }
         enqueue(.progress(received: received, expected: expected)) { _ in true }
     }
 
@@ -126,7 +175,7 @@ public final class ImageLoadOperation: ImageOperation {
             if state.cancelled {
                 final = .failure(.cancelled())
             } else if case .failure(let error) = result, error.code == .cacheNotModified,
-                let cached = state.cachedResult
+                let cached = state.cachedResult?.result
             {
                 final = .success(
                     ImageResult(
@@ -137,7 +186,7 @@ public final class ImageLoadOperation: ImageOperation {
         }
         guard let (final, start) = decided else { return }
         manager?.unregister(self)
-        if start { callbackQueue.execute { self.drain(first: .result(final)) } }
+        if start { startDrain(first: .result(final)) }
     }
 
     // MARK: Delivery queue
@@ -148,7 +197,16 @@ public final class ImageLoadOperation: ImageOperation {
             guard !state.finished, !state.cancelled, accept(&state) else { return nil }
             return Self.claim(&state, or: delivery)
         }
-        if start == true { callbackQueue.execute { self.drain(first: delivery) } }
+        if start == true { startDrain(first: delivery) }
+    }
+
+    /// Drains on the callback queue; with ``CallbackQueue/current`` right here, without a closure.
+    private func startDrain(first delivery: Delivery) {
+        if case .current = callbackQueue.kind {
+            drain(first: delivery)
+        } else {
+            callbackQueue.execute { self.drain(first: delivery) }
+        }
     }
 
     /// True when the caller becomes the draining thread (and runs `delivery` itself); else queues it.
@@ -167,7 +225,7 @@ public final class ImageLoadOperation: ImageOperation {
         while let delivery = next {
             switch delivery {
             case .progress(let received, let expected):
-                if let progressHandler, let url { progressHandler(received, expected, url) }
+                if let progressHandler, hasURL { progressHandler(received, expected, loadedURL) }
             case .result(let result):
                 completion(result)
             }

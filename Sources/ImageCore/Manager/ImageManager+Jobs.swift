@@ -78,11 +78,19 @@ extension ImageManager {
             return nil
         }
         return {
-            let found = Locked<Image?>(nil)
-            _ = plan.cache.queryImage(forKey: key, options: [], context: plan.context, cacheType: .memory) { result in
-                if case .success(let hit?) = result, let image = hit.image { found.withLock { $0 = image } }
+            let found: Image?
+            switch plan.cache.queryImageSync(forKey: key, options: [], context: plan.context, cacheType: .memory) {
+            case .hit(let hit): found = hit.image
+            case .miss: found = nil
+            case .needsAsyncQuery:
+                // A cache without the synchronous query may still answer memory before returning.
+                let answer = Locked<Image?>(nil)
+                _ = plan.cache.queryImage(forKey: key, options: [], context: plan.context, cacheType: .memory) {
+                    if case .success(let hit?) = $0, let image = hit.image { answer.withLock { $0 = image } }
+                }
+                found = answer.value
             }
-            return found.value.flatMap(plan.deliverable(fromCached:)).map {
+            return found.flatMap(plan.deliverable(fromCached:)).map {
                 ImageResult(image: $0, data: nil, cacheType: .memory, url: plan.url, cacheKey: key)
             }
         }

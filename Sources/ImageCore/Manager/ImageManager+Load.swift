@@ -21,30 +21,43 @@ extension ImageManager {
         with url: URL?, options: ImageOptions = [], context: ImageContext? = nil,
         progress: ImageProgressHandler? = nil, completed: @escaping ImageCompletionHandler
     ) -> ImageLoadOperation {
-        let requestContext = context ?? ImageContext()
-        guard let url, !url.absoluteString.isEmpty, url.scheme != nil else {
-            return failedOperation(
-                .invalidURL(url == nil ? "nil URL" : "empty or relative URL"), requestContext, completed)
+        guard let url else {
+            return failedOperation(.invalidURL("nil URL"), context ?? ImageContext(), completed)
+        }
+        let absoluteString = url.absoluteString
+        guard !absoluteString.isEmpty, URLScan.hasScheme(url, absoluteString: absoluteString) else {
+            return failedOperation(.invalidURL("empty or relative URL"), context ?? ImageContext(), completed)
         }
         if !options.contains(.retryFailed) && isFailedURL(url) {
-            let error = ImageError(.blockedURL, stage: .request, message: url.absoluteString)
-            return failedOperation(error, requestContext, completed)
+            let error = ImageError(.blockedURL, stage: .request, message: absoluteString)
+            return failedOperation(error, context ?? ImageContext(), completed)
         }
+        let settings = loadSettings
         var effectiveOptions = options
-        var effectiveContext = mergedContext(requestContext)
-        if let processor = optionsProcessor {
+        var effectiveContext = context ?? ImageContext()
+        effectiveContext.layer(settings.contextDefaults)
+        if settings.hasOptionsProcessor, let processor = settings.optionsProcessor {
             let processed = processor.processedResult(for: url, options: effectiveOptions, context: effectiveContext)
             effectiveOptions = processed.options
             effectiveContext = processed.context
         }
+        let lookup = LoadLookup(
+            url: url, absoluteString: absoluteString, options: effectiveOptions, context: effectiveContext,
+            manager: self)
+        let memory = queryMemory(url, lookup, context: effectiveContext, completed: completed)
+        if case .hit(let operation) = memory { return operation }
         let plan = LoadPlan(
-            url: url, options: effectiveOptions, context: effectiveContext, manager: self,
-            requestContext: requestContext)
+            url: url, lookup: lookup, context: effectiveContext, manager: self,
+            requestContext: context ?? ImageContext())
         let operation = ImageLoadOperation(
             url: url, manager: self, callbackQueue: plan.callbackQueue, progress: progress, completion: completed)
-        queryKey(operation, plan, levels: plan.queryCacheType)
-        // A load that already finished (a memory hit) needs no bookkeeping. Otherwise register it for cancelAll;
-        // if it finished meanwhile, `finish` may have unregistered before we registered, so check again.
+        if case .miss = memory {
+            queryOriginalOrDownload(operation, plan)
+        } else {
+            queryKey(operation, plan, levels: plan.queryCacheType)
+        }
+        // A load that already finished needs no bookkeeping. Otherwise register it for cancelAll; if it finished
+        // meanwhile, `finish` may have unregistered before we registered, so check again.
         if !operation.isFinished {
             register(operation)
             if operation.isFinished { unregister(operation) }
@@ -82,6 +95,43 @@ extension ImageManager {
     }
 
     // MARK: Cache query
+
+    /// What the synchronous memory query found for a load, before anything else is built for it.
+    private enum MemoryAnswer {
+        /// A deliverable memory hit: the load's operation, already completed.
+        case hit(ImageLoadOperation)
+        /// Every level of the load's query missed: go straight to the original or the download.
+        case miss
+        /// Ask the levels the usual way (a disk level, an option that needs more than the image, a cached image
+        /// this load can't use, or a load that may not read the cache).
+        case query
+    }
+
+    /// The memory fast path: asks the cache on this thread when the load's options let a memory hit end the load
+    /// (no revalidation, no bytes wanted, cache not skipped), and completes the load on a hit.
+    private func queryMemory(
+        _ url: URL, _ lookup: LoadLookup, context: ImageContext, completed: @escaping ImageCompletionHandler
+    ) -> MemoryAnswer {
+        guard lookup.hasKey, lookup.queryCacheType.contains(.memory),
+            lookup.options.isDisjoint(with: [.fromLoaderOnly, .refreshCached, .queryMemoryData])
+        else { return .query }
+        switch lookup.queryImageSync(forKey: lookup.cacheKey, context: context, manager: self) {
+        case .hit(let hit):
+            guard let cached = hit.image,
+                let image = LoadLookup.deliverable(
+                    fromCached: cached, transformed: lookup.isTransformed, options: lookup.options,
+                    decodeOptions: lookup.decodeOptions)
+            else { return .query }
+            let result = ImageResult(
+                image: image, data: image === cached ? hit.data : nil, cacheType: hit.cacheType, url: url,
+                cacheKey: lookup.cacheKey)
+            return .hit(
+                ImageLoadOperation.completed(
+                    url: url, result: result, callbackQueue: context.callbackQueue ?? .current, completion: completed))
+        case .miss: return .miss
+        case .needsAsyncQuery: return .query
+        }
+    }
 
     /// Queries the load's own key in `levels`.
     private func queryKey(_ operation: ImageLoadOperation, _ plan: LoadPlan, levels: ImageCacheType) {

@@ -46,9 +46,13 @@ public final class ImageManager: Sendable {
 
     struct Settings: Sendable {
         var transformer: (any Transformer)?
+        /// `transformer?.transformerKey`, read when the transformer was set (outside the lock: it is user code).
+        var transformerKey: String?
         var cacheKeyFilter: (any CacheKeyFilter)?
         var cacheSerializer: (any CacheSerializer)?
         var optionsProcessor: (any OptionsProcessor)?
+        /// What every load reads, rebuilt when one of the fields above changes.
+        var load = LoadSettings(contextDefaults: nil, optionsProcessor: nil)
         var cachesPrivateResponses = false
         weak var delegate: (any ImageManagerDelegate)?
         var log: @Sendable (String) -> Void = { message in
@@ -57,6 +61,34 @@ public final class ImageManager: Sendable {
     }
 
     let settings = Locked(Settings())
+
+    /// What every load reads from the settings, as one immutable snapshot: one lock and one retain per load.
+    final class LoadSettings: Sendable {
+        /// The transformer, filter and serializer layered under every load's context; nil when none is set.
+        let contextDefaults: ContextDefaults?
+        let optionsProcessor: (any OptionsProcessor)?
+        /// `optionsProcessor != nil`, without copying the existential out to find out.
+        let hasOptionsProcessor: Bool
+
+        init(contextDefaults: ContextDefaults?, optionsProcessor: (any OptionsProcessor)?) {
+            self.contextDefaults = contextDefaults
+            self.optionsProcessor = optionsProcessor
+            hasOptionsProcessor = optionsProcessor != nil
+        }
+    }
+
+    var loadSettings: LoadSettings { settings.withLock { $0.load } }
+
+    private func updateSettings(_ change: (inout Settings) -> Void) {
+        settings.withLock { settings in
+            change(&settings)
+            let defaults = ContextDefaults(
+                transformer: settings.transformer, transformerKey: settings.transformerKey,
+                cacheKeyFilter: settings.cacheKeyFilter, cacheSerializer: settings.cacheSerializer)
+            settings.load = LoadSettings(
+                contextDefaults: defaults.isEmpty ? nil : defaults, optionsProcessor: settings.optionsProcessor)
+        }
+    }
     let failedURLs = Locked(FailedURLList())
     /// The failed-URL list's clock (tests move it instead of sleeping).
     let failedURLClock = Locked<@Sendable () -> Date>({ Date() })
@@ -90,6 +122,8 @@ public final class ImageManager: Sendable {
 
     /// The pool that runs this manager's decodes, transforms and serializer encodes.
     public let workPool: WorkPool
+    /// `imageCache` and `imageLoader` opened for the calls every load makes.
+    let strategies: ManagerStrategies
 
     /// Creates a manager over `cache` and `loader`, decoding with `coders` (default ``CodersManager/shared``);
     /// CPU work runs on `workPool` (default ``WorkPool/cpu``).
@@ -99,6 +133,7 @@ public final class ImageManager: Sendable {
     ) {
         self.imageCache = cache
         self.imageLoader = loader
+        self.strategies = .make(cache: cache, loader: loader)
         self.coders = coders
         self.workPool = workPool
     }
@@ -109,24 +144,32 @@ public final class ImageManager: Sendable {
     }
 
     /// The transformer applied to every load whose context names none.
+    ///
+    /// Its ``Transformer/transformerKey`` is read once, here.
     public var transformer: (any Transformer)? {
         get { settings.withLock { $0.transformer } }
-        set { settings.withLock { $0.transformer = newValue } }
+        set {
+            let key = newValue?.transformerKey
+            updateSettings {
+                $0.transformer = newValue
+                $0.transformerKey = key
+            }
+        }
     }
     /// The cache-key filter for loads whose context names none.
     public var cacheKeyFilter: (any CacheKeyFilter)? {
         get { settings.withLock { $0.cacheKeyFilter } }
-        set { settings.withLock { $0.cacheKeyFilter = newValue } }
+        set { updateSettings { $0.cacheKeyFilter = newValue } }
     }
     /// The serializer for loads whose context names none (default: ``DefaultCacheSerializer``).
     public var cacheSerializer: (any CacheSerializer)? {
         get { settings.withLock { $0.cacheSerializer } }
-        set { settings.withLock { $0.cacheSerializer = newValue } }
+        set { updateSettings { $0.cacheSerializer = newValue } }
     }
     /// Rewrites options and context of every load, after the manager's defaults are merged.
     public var optionsProcessor: (any OptionsProcessor)? {
         get { settings.withLock { $0.optionsProcessor } }
-        set { settings.withLock { $0.optionsProcessor = newValue } }
+        set { updateSettings { $0.optionsProcessor = newValue } }
     }
     /// Vetoes downloads and overrides failed-URL decisions; held weakly.
     public var delegate: (any ImageManagerDelegate)? {
@@ -191,7 +234,7 @@ public final class ImageManager: Sendable {
         guard let url else { return nil }
         let merged = mergedContext(context ?? ImageContext())
         let decode = LoadPlan.decodeOptions(options: [], context: merged)
-        return LoadPlan.keys(for: url, context: merged, decodeOptions: decode).key
+        return LoadPlan.keys(for: url, absoluteString: url.absoluteString, context: merged, decodeOptions: decode).key
     }
 
     func nextID() -> UInt64 {

@@ -12,6 +12,8 @@ final class LoadPlan: Sendable {
     /// The key of the untransformed original (the filtered URL plus any partition); nil when uncacheable.
     let originalKey: String?
     let transformer: (any Transformer)?
+    /// The transformer's key, read once.
+    let transformerKey: String?
     /// Decode options for the original's bytes.
     let decodeOptions: ImageDecodeOptions
     /// Decode options for a derived key's own entry (an encoded product): full size, every frame, no scale-down.
@@ -45,18 +47,19 @@ final class LoadPlan: Sendable {
     /// Default byte budget for ``ImageOptions/scaleDownLargeImages`` without a context value: 60 MB of RGBA.
     static let defaultScaleDownLimitBytes = 60 << 20
 
-    init(url: URL, options: ImageOptions, context: ImageContext, manager: ImageManager, requestContext: ImageContext) {
+    /// The plan of a load whose `lookup` was already resolved (the memory fast path tried it first).
+    init(url: URL, lookup: LoadLookup, context: ImageContext, manager: ImageManager, requestContext: ImageContext) {
         self.url = url
-        self.options = options
+        options = lookup.options
         self.context = context
-        let decode = Self.decodeOptions(options: options, context: context)
-        decodeOptions = decode
-        var product = decode
+        decodeOptions = lookup.decodeOptions
+        var product = lookup.decodeOptions
         product.thumbnailPixelSize = nil
         product.scaleDownLimitBytes = nil
         product.firstFrameOnly = false
         productDecodeOptions = product
         transformer = context.imageTransformer
+        transformerKey = context.imageTransformerKey
         cache = context.imageCache ?? manager.imageCache
         originalCache = context.originalImageCache ?? cache
         loader = context.imageLoader ?? manager.imageLoader
@@ -66,25 +69,21 @@ final class LoadPlan: Sendable {
         callbackQueue = context.callbackQueue ?? .current
         cachesPrivateResponses = manager.cachesPrivateResponses
         partitionKey = context.cachePartitionKey
-        carriesCredentials =
-            context[.downloadRequestModifier] != nil
-            || loader.requestCarriesCredentials(for: url, options: options, context: context)
-        let shareable = !carriesCredentials || partitionKey != nil
-        (key, originalKey) =
-            shareable ? Self.keys(for: url, context: context, decodeOptions: decode) : (nil, nil)
-        queryCacheType = shareable ? context.queryCacheType ?? .all : .none
+        carriesCredentials = lookup.carriesCredentials
+        key = lookup.key
+        originalKey = lookup.originalKey
+        queryCacheType = lookup.queryCacheType
+        let shareable = lookup.isShareable
         storeCacheType = shareable ? context.storeCacheType ?? .all : .none
         originalQueryCacheType = shareable ? context.originalQueryCacheType ?? .all : .none
         originalStoreCacheType = shareable ? context.originalStoreCacheType ?? .disk : .none
         // Strategies that change what the loader does, or where results go, make a download of its own. The
         // effective context counts (an options processor may inject a modifier); the serializer only when the
         // request named it (the manager's own serializer is merged into every context).
-        let isolatingKeys: [ImageContextOption] = [
-            .imageLoader, .downloadRequestModifier, .downloadResponseModifier, .downloadDecryptor, .imageCache,
-            .originalImageCache,
-        ]
         isolatesDownload =
-            !shareable || isolatingKeys.contains { context[$0] != nil } || requestContext[.cacheSerializer] != nil
+            !shareable || context.imageLoader != nil || context.downloadRequestModifier != nil
+            || context.downloadResponseModifier != nil || context.downloadDecryptor != nil
+            || context.imageCache != nil || context.originalImageCache != nil || requestContext.cacheSerializer != nil
     }
 
     /// The decode options a load uses for original bytes.
@@ -101,24 +100,44 @@ final class LoadPlan: Sendable {
         return decode
     }
 
+    /// The keys of a load: `key`, and — when parts were appended — the original's key (the base plus any
+    /// partition); without parts the original key is `key` itself.
+    struct Keys {
+        let key: String?
+        let derivedOriginalKey: String?
+        let hasParts: Bool
+        var originalKey: String? { hasParts ? derivedOriginalKey : key }
+    }
+
     /// Key and original key: the filter's base, then the parts that change what the key means.
     static func keys(
-        for url: URL, context: ImageContext, decodeOptions: ImageDecodeOptions
-    ) -> (key: String?, originalKey: String?) {
+        for url: URL, absoluteString: String, context: ImageContext, decodeOptions: ImageDecodeOptions
+    ) -> Keys {
         let base: String?
-        if let filter = context.cacheKeyFilter { base = filter.cacheKey(for: url) } else { base = url.absoluteString }
-        guard let base else { return (nil, nil) }
+        if context.hasValue(.cacheKeyFilter), let filter = context.cacheKeyFilter {
+            base = filter.cacheKey(for: url)
+        } else {
+            base = absoluteString
+        }
+        guard let base else { return Keys(key: nil, derivedOriginalKey: nil, hasParts: false) }
+        let transformerKey = context.imageTransformerKey
+        let thumbnailSize = decodeOptions.thumbnailPixelSize.flatMap { $0.width > 0 && $0.height > 0 ? $0 : nil }
+        // The common plain load: nothing is appended, both keys are the base.
+        if transformerKey == nil, thumbnailSize == nil, decodeOptions.applyOrientation,
+            !context.hasValue(.cachePartitionKey)
+        {
+            return Keys(key: base, derivedOriginalKey: nil, hasParts: false)
+        }
         let partition = context.cachePartitionKey.map(CacheKeys.partitionPart)
-        var thumbnail: String?
-        if let size = decodeOptions.thumbnailPixelSize, size.width > 0, size.height > 0 {
-            thumbnail = CacheKeys.thumbnailSuffix(size, preserveAspectRatio: decodeOptions.preserveAspectRatio)
+        let thumbnail = thumbnailSize.map {
+            CacheKeys.thumbnailSuffix($0, preserveAspectRatio: decodeOptions.preserveAspectRatio)
         }
         let orientation = decodeOptions.applyOrientation ? nil : CacheKeys.rawOrientationPart
-        let original = CacheKeys.key(base: base, url: url, parts: [partition])
+        let original = CacheKeys.key(base: base, url: url, absoluteString: absoluteString, partition: partition)
         let key = CacheKeys.key(
-            base: base, url: url,
-            parts: [partition, thumbnail, orientation, context.imageTransformer?.transformerKey])
-        return (key, original)
+            base: base, url: url, absoluteString: absoluteString, partition: partition, thumbnail: thumbnail,
+            orientation: orientation, transformer: transformerKey)
+        return Keys(key: key, derivedOriginalKey: original, hasParts: true)
     }
 
     // MARK: What a cached image can serve
@@ -130,13 +149,8 @@ final class LoadPlan: Sendable {
     /// - with a scale-down budget, an image over the budget cannot be served (the load decodes smaller);
     /// - first-frame-only loads get the first frame of an animation.
     func deliverable(fromCached image: Image) -> Image? {
-        if transformer != nil, image.isAnimated, !options.contains(.transformAnimatedImage) { return nil }
-        if let limit = decodeOptions.scaleDownLimitBytes, limit > 0 {
-            let (pixels, overflow) = image.width.multipliedReportingOverflow(by: image.height)
-            if overflow || pixels > limit / 4 { return nil }
-        }
-        if decodeOptions.firstFrameOnly, image.isAnimated { return image.with(frames: [image.frames[0]]) }
-        return image
+        LoadLookup.deliverable(
+            fromCached: image, transformed: transformer != nil, options: options, decodeOptions: decodeOptions)
     }
 
     /// True when an image decoded from the original with this load's options is what its key means, so it may be
@@ -159,15 +173,9 @@ final class LoadPlan: Sendable {
 }
 
 extension ImageManager {
-    /// The request's context with the manager's transformer, filter and serializer filled in where it names none
-    /// (an explicit none counts as naming one).
+    /// The request's context with the manager's transformer, filter and serializer layered under it where it names
+    /// none (an explicit none counts as naming one); layering copies and allocates nothing.
     func mergedContext(_ context: ImageContext) -> ImageContext {
-        let current = settings.withLock { ($0.transformer, $0.cacheKeyFilter, $0.cacheSerializer) }
-        guard current.0 != nil || current.1 != nil || current.2 != nil else { return context }
-        var merged = context
-        if !merged.contains(.imageTransformer), let transformer = current.0 { merged.imageTransformer = transformer }
-        if !merged.contains(.cacheKeyFilter), let filter = current.1 { merged.cacheKeyFilter = filter }
-        if !merged.contains(.cacheSerializer), let serializer = current.2 { merged.cacheSerializer = serializer }
-        return merged
+        context.layering(loadSettings.contextDefaults)
     }
 }

@@ -54,122 +54,158 @@ extension ImageContextOption {
 extension ImageContext {
     /// The cache for this load.
     public var imageCache: (any ImageCacheProtocol)? {
-        get { value(.imageCache) }
-        set { self[.imageCache] = newValue }
+        get { storage.imageCache }
+        set { update(.imageCache, hasValue: newValue != nil) { $0.imageCache = newValue } }
     }
     /// The loader for this load.
     public var imageLoader: (any ImageLoader)? {
-        get { value(.imageLoader) }
-        set { self[.imageLoader] = newValue }
+        get { storage.imageLoader }
+        set { update(.imageLoader, hasValue: newValue != nil) { $0.imageLoader = newValue } }
     }
     /// The coder for this load.
     public var imageCoder: (any ImageCoder)? {
-        get { value(.imageCoder) }
-        set { self[.imageCoder] = newValue }
+        get { storage.cold?.imageCoder }
+        set { update(.imageCoder, hasValue: newValue != nil) { $0.coldFields.imageCoder = newValue } }
     }
     /// The transformer for this load; use `setExplicitNone(.imageTransformer)` to disable the manager's.
     public var imageTransformer: (any Transformer)? {
-        get { value(.imageTransformer) }
-        set { self[.imageTransformer] = newValue }
+        get {
+            if let value = storage.imageTransformer { return value }
+            return hasOwnEntry(.imageTransformer) ? nil : defaults?.transformer
+        }
+        set {
+            update(.imageTransformer, hasValue: newValue != nil) {
+                $0.imageTransformer = newValue
+                $0.imageTransformerKey = newValue?.transformerKey
+            }
+        }
     }
     /// The cache-key filter for this load.
     public var cacheKeyFilter: (any CacheKeyFilter)? {
-        get { value(.cacheKeyFilter) }
-        set { self[.cacheKeyFilter] = newValue }
+        get {
+            if let value = storage.cacheKeyFilter { return value }
+            return hasOwnEntry(.cacheKeyFilter) ? nil : defaults?.cacheKeyFilter
+        }
+        set { update(.cacheKeyFilter, hasValue: newValue != nil) { $0.cacheKeyFilter = newValue } }
     }
     /// The cache serializer for this load.
     public var cacheSerializer: (any CacheSerializer)? {
-        get { value(.cacheSerializer) }
-        set { self[.cacheSerializer] = newValue }
+        get {
+            if let value = storage.cold?.cacheSerializer { return value }
+            return hasOwnEntry(.cacheSerializer) ? nil : defaults?.cacheSerializer
+        }
+        set { update(.cacheSerializer, hasValue: newValue != nil) { $0.coldFields.cacheSerializer = newValue } }
     }
     /// Where callbacks go.
     public var callbackQueue: CallbackQueue? {
-        get { value(.callbackQueue) }
-        set { self[.callbackQueue] = newValue }
+        get { storage.callbackQueue }
+        set { update(.callbackQueue, hasValue: newValue != nil) { $0.callbackQueue = newValue } }
     }
     /// Scale factor.
     public var imageScaleFactor: Double? {
-        get { value(.imageScaleFactor) }
-        set { self[.imageScaleFactor] = newValue }
+        get { storage.imageScaleFactor }
+        set { update(.imageScaleFactor, hasValue: newValue != nil) { $0.imageScaleFactor = newValue } }
     }
     /// Keep the aspect ratio for thumbnails.
     public var imagePreserveAspectRatio: Bool? {
-        get { value(.imagePreserveAspectRatio) }
-        set { self[.imagePreserveAspectRatio] = newValue }
+        get { storage.imagePreserveAspectRatio }
+        set { update(.imagePreserveAspectRatio, hasValue: newValue != nil) { $0.imagePreserveAspectRatio = newValue } }
     }
     /// Thumbnail size.
     public var imageThumbnailPixelSize: PixelSize? {
-        get { value(.imageThumbnailPixelSize) }
-        set { self[.imageThumbnailPixelSize] = newValue }
+        get { storage.imageThumbnailPixelSize }
+        set { update(.imageThumbnailPixelSize, hasValue: newValue != nil) { $0.imageThumbnailPixelSize = newValue } }
     }
     /// Scale-down byte budget.
     public var imageScaleDownLimitBytes: Int? {
-        get { value(.imageScaleDownLimitBytes) }
-        set { self[.imageScaleDownLimitBytes] = newValue }
+        get { storage.imageScaleDownLimitBytes }
+        set { update(.imageScaleDownLimitBytes, hasValue: newValue != nil) { $0.imageScaleDownLimitBytes = newValue } }
     }
     /// Base decode options.
     public var imageDecodeOptions: ImageDecodeOptions? {
-        get { value(.imageDecodeOptions) }
-        set { self[.imageDecodeOptions] = newValue }
+        get { storage.imageDecodeOptions }
+        set { update(.imageDecodeOptions, hasValue: newValue != nil) { $0.imageDecodeOptions = newValue } }
     }
     /// Encode options.
     public var imageEncodeOptions: ImageEncodeOptions? {
-        get { value(.imageEncodeOptions) }
-        set { self[.imageEncodeOptions] = newValue }
+        get { storage.cold?.imageEncodeOptions }
+        set { update(.imageEncodeOptions, hasValue: newValue != nil) { $0.coldFields.imageEncodeOptions = newValue } }
     }
     /// Cache levels to query.
     public var queryCacheType: ImageCacheType? {
-        get { value(.queryCacheType) }
-        set { self[.queryCacheType] = newValue }
+        get { storage.queryCacheType }
+        set { update(.queryCacheType, hasValue: newValue != nil) { $0.queryCacheType = newValue } }
     }
     /// Cache levels to store into.
     public var storeCacheType: ImageCacheType? {
-        get { value(.storeCacheType) }
-        set { self[.storeCacheType] = newValue }
+        get { storage.cold?.storeCacheType }
+        set { update(.storeCacheType, hasValue: newValue != nil) { $0.coldFields.storeCacheType = newValue } }
     }
     /// Cache levels to query for the original.
     public var originalQueryCacheType: ImageCacheType? {
-        get { value(.originalQueryCacheType) }
-        set { self[.originalQueryCacheType] = newValue }
+        get { storage.cold?.originalQueryCacheType }
+        set {
+            update(.originalQueryCacheType, hasValue: newValue != nil) {
+                $0.coldFields.originalQueryCacheType = newValue
+            }
+        }
     }
     /// Cache levels to store the original into.
     public var originalStoreCacheType: ImageCacheType? {
-        get { value(.originalStoreCacheType) }
-        set { self[.originalStoreCacheType] = newValue }
+        get { storage.cold?.originalStoreCacheType }
+        set {
+            update(.originalStoreCacheType, hasValue: newValue != nil) {
+                $0.coldFields.originalStoreCacheType = newValue
+            }
+        }
     }
     /// Cache for originals.
     public var originalImageCache: (any ImageCacheProtocol)? {
-        get { value(.originalImageCache) }
-        set { self[.originalImageCache] = newValue }
+        get { storage.cold?.originalImageCache }
+        set { update(.originalImageCache, hasValue: newValue != nil) { $0.coldFields.originalImageCache = newValue } }
     }
     /// Request modifier.
     public var downloadRequestModifier: (any RequestModifier)? {
-        get { value(.downloadRequestModifier) }
-        set { self[.downloadRequestModifier] = newValue }
+        get { storage.downloadRequestModifier }
+        set { update(.downloadRequestModifier, hasValue: newValue != nil) { $0.downloadRequestModifier = newValue } }
     }
     /// Response modifier.
     public var downloadResponseModifier: (any ResponseModifier)? {
-        get { value(.downloadResponseModifier) }
-        set { self[.downloadResponseModifier] = newValue }
+        get { storage.cold?.downloadResponseModifier }
+        set {
+            update(.downloadResponseModifier, hasValue: newValue != nil) {
+                $0.coldFields.downloadResponseModifier = newValue
+            }
+        }
     }
     /// Decryptor.
     public var downloadDecryptor: (any DownloadDecryptor)? {
-        get { value(.downloadDecryptor) }
-        set { self[.downloadDecryptor] = newValue }
+        get { storage.cold?.downloadDecryptor }
+        set { update(.downloadDecryptor, hasValue: newValue != nil) { $0.coldFields.downloadDecryptor = newValue } }
     }
     /// The cached image handed to the loader for revalidation.
     public var loaderCachedImage: Image? {
-        get { value(.loaderCachedImage) }
-        set { self[.loaderCachedImage] = newValue }
+        get { storage.cold?.loaderCachedImage }
+        set { update(.loaderCachedImage, hasValue: newValue != nil) { $0.coldFields.loaderCachedImage = newValue } }
     }
     /// The cached entry's validators handed to the loader for revalidation.
     public var loaderCachedMetadata: CacheEntryMetadata? {
-        get { value(.loaderCachedMetadata) }
-        set { self[.loaderCachedMetadata] = newValue }
+        get { storage.cold?.loaderCachedMetadata }
+        set {
+            update(.loaderCachedMetadata, hasValue: newValue != nil) { $0.coldFields.loaderCachedMetadata = newValue }
+        }
     }
     /// The ``ImageTarget`` operation key.
     public var setImageOperationKey: String? {
-        get { value(.setImageOperationKey) }
-        set { self[.setImageOperationKey] = newValue }
+        get { storage.cold?.setImageOperationKey }
+        set {
+            update(.setImageOperationKey, hasValue: newValue != nil) { $0.coldFields.setImageOperationKey = newValue }
+        }
+    }
+
+    /// The transformer's key, read once when the transformer was stored (here or as the manager's transformer).
+    var imageTransformerKey: String? {
+        if storage.values & ContextSlot.imageTransformer.bit != 0 { return storage.imageTransformerKey }
+        return hasOwnEntry(.imageTransformer) ? nil : defaults?.transformerKey
     }
 }

@@ -40,13 +40,13 @@ extension ImageContextOption {
 extension ImageContext {
     /// The header check of the current download (set by the manager for the loader).
     public var downloadHeaderCheck: DownloadHeaderCheck? {
-        get { value(.downloadHeaderCheck) }
-        set { self[.downloadHeaderCheck] = newValue }
+        get { storage.cold?.downloadHeaderCheck }
+        set { update(.downloadHeaderCheck, hasValue: newValue != nil) { $0.coldFields.downloadHeaderCheck = newValue } }
     }
 
     /// The partition of a credentialed load's downloads and cache entries; see ``ImageContextOption/cachePartitionKey``.
     public var cachePartitionKey: String? {
-        get { value(.cachePartitionKey) }
-        set { self[.cachePartitionKey] = newValue }
+        get { storage.cachePartitionKey }
+        set { update(.cachePartitionKey, hasValue: newValue != nil) { $0.cachePartitionKey = newValue } }
     }
 }

@@ -47,24 +47,72 @@ public struct CacheEntryMetadata: Hashable, Sendable, Codable {
 }
 
 /// What a cache query found.
+///
+/// The bytes and metadata live in one shared box, so copying a result (every hit is passed along several times)
+/// costs a retain, not a trip through `Data`'s and `Date`'s value witnesses.
 public struct CacheQueryResult: Sendable {
     /// A decoded image (memory level).
     public var image: Image?
     /// The stored bytes (disk level, or memory with ``ImageOptions/queryMemoryData``).
-    public var data: Data?
+    public var data: Data? {
+        get { extras?.data }
+        set { extras = Extras.make(data: newValue, metadata: metadata) }
+    }
     /// The entry's metadata, if the level keeps any.
-    public var metadata: CacheEntryMetadata?
+    public var metadata: CacheEntryMetadata? {
+        get { extras?.metadata }
+        set { extras = Extras.make(data: data, metadata: newValue) }
+    }
     /// Which level answered.
     public var cacheType: ImageCacheType
+    private var extras: Extras?
 
     /// Creates a result.
     public init(image: Image? = nil, data: Data? = nil, metadata: CacheEntryMetadata? = nil, cacheType: ImageCacheType)
     {
         self.image = image
-        self.data = data
-        self.metadata = metadata
         self.cacheType = cacheType
+        self.extras = Extras.make(data: data, metadata: metadata)
     }
+
+    /// A result holding only an image: what a memory level finds for an entry stored without bytes or metadata.
+    ///
+    /// Cheaper than the memberwise initializer, which has to look at the optional bytes and metadata.
+    public static func image(_ image: Image, cacheType: ImageCacheType) -> CacheQueryResult {
+        CacheQueryResult(image: image, cacheType: cacheType, extras: nil)
+    }
+
+    private init(image: Image?, cacheType: ImageCacheType, extras: Extras?) {
+        self.image = image
+        self.cacheType = cacheType
+        self.extras = extras
+    }
+
+    private final class Extras: Sendable {
+        let data: Data?
+        let metadata: CacheEntryMetadata?
+
+        init(data: Data?, metadata: CacheEntryMetadata?) {
+            self.data = data
+            self.metadata = metadata
+        }
+
+        static func make(data: Data?, metadata: CacheEntryMetadata?) -> Extras? {
+            data == nil && metadata == nil ? nil : Extras(data: data, metadata: metadata)
+        }
+    }
+}
+
+/// The answer of ``ImageCacheProtocol/queryImageSync(forKey:options:context:cacheType:)``.
+public enum SyncCacheQueryResult: Sendable {
+    /// Found: the same result ``ImageCacheProtocol/queryImage(forKey:options:context:cacheType:completion:)``
+    /// would complete with.
+    case hit(CacheQueryResult)
+    /// No level of `cacheType` holds the key: the asynchronous query would complete with nil.
+    case miss
+    /// The cache can't answer on the caller's thread (it has a disk or remote level in `cacheType`, or doesn't
+    /// implement the synchronous query): use the asynchronous one.
+    case needsAsyncQuery
 }
 
 /// A cache of images and their bytes, by key: memory, disk, or a composite of several.
@@ -88,6 +136,18 @@ public protocol ImageCacheProtocol: Sendable {
         completion: @escaping @Sendable (Result<CacheQueryResult?, ImageError>) -> Void
     ) -> (any ImageOperation)?
 
+    /// Answers a query on the caller's thread, without a completion, when the cache can (a memory level).
+    ///
+    /// What the manager asks first on every load, so a memory hit costs no closure, no allocation and no hop.
+    /// ``SyncCacheQueryResult/hit(_:)`` and ``SyncCacheQueryResult/miss`` must be exactly what
+    /// ``queryImage(forKey:options:context:cacheType:completion:)`` would complete with (a hit counts as a use
+    /// the same way); anything the cache can't decide without blocking is
+    /// ``SyncCacheQueryResult/needsAsyncQuery``. Must be fast and never block on I/O.
+    /// Default: ``SyncCacheQueryResult/needsAsyncQuery``.
+    func queryImageSync(
+        forKey key: String, options: ImageOptions, context: ImageContext, cacheType: ImageCacheType
+    ) -> SyncCacheQueryResult
+
     /// Stores `image` and/or `data` under `key` in the levels of `cacheType`.
     ///
     /// Memory levels store the image (ignoring it if nil); disk levels store `data` (ignoring it if nil) with
@@ -108,6 +168,13 @@ public protocol ImageCacheProtocol: Sendable {
 }
 
 extension ImageCacheProtocol {
+    /// Default: this cache answers only through the asynchronous query.
+    public func queryImageSync(
+        forKey key: String, options: ImageOptions, context: ImageContext, cacheType: ImageCacheType
+    ) -> SyncCacheQueryResult {
+        .needsAsyncQuery
+    }
+
     /// Async query; honours task cancellation by returning `cancelled`.
     public func queryImage(
         forKey key: String, options: ImageOptions = [], context: ImageContext = ImageContext(),

@@ -107,6 +107,32 @@ public final class CachesManager: ImageCacheProtocol, Sendable {
         return operation
     }
 
+    /// Asks the caches in priority order (per ``queryPolicy``) on the caller's thread: the first hit wins, a miss
+    /// asks the next, and the first cache that can't answer synchronously makes the whole answer
+    /// ``SyncCacheQueryResult/needsAsyncQuery`` — which is therefore also the answer with
+    /// ``ImageOptions/queryMemoryData`` when the hit has no bytes (the asynchronous query would look further).
+    public func queryImageSync(
+        forKey key: String, options: ImageOptions, context: ImageContext, cacheType: ImageCacheType
+    ) -> SyncCacheQueryResult {
+        let (policy, caches) = state.withLock { ($0.queryPolicy, $0.caches) }
+        let range: Range<Int>
+        switch policy {
+        case .highestOnly: range = caches.startIndex..<min(caches.startIndex + 1, caches.endIndex)
+        case .lowestOnly: range = max(caches.startIndex, caches.endIndex - 1)..<caches.endIndex
+        case .serial, .concurrent: range = caches.indices
+        }
+        for index in range {
+            switch caches[index].queryImageSync(forKey: key, options: options, context: context, cacheType: cacheType) {
+            case .hit(let hit):
+                if options.contains(.queryMemoryData), hit.data == nil { return .needsAsyncQuery }
+                return .hit(hit)
+            case .miss: continue
+            case .needsAsyncQuery: return .needsAsyncQuery
+            }
+        }
+        return .miss
+    }
+
     private func querySerially(
         _ caches: ArraySlice<any ImageCacheProtocol>, found: CacheQueryResult?, key: String, options: ImageOptions,
         context: ImageContext, cacheType: ImageCacheType, operation: CancellableOperation,

@@ -57,8 +57,16 @@ public final class LoadersManager: ImageLoader, Sendable {
     }
 
     /// Asks the loader that handles `url`.
+    ///
+    /// Every load asks this before it may read a cache, so it avoids routing (which parses the URL once per
+    /// loader): when no registered loader would send credentials, the one that handles `url` wouldn't either.
+    /// Only when one would is the URL routed to find out whether that one handles it.
     public func requestCarriesCredentials(for url: URL, options: ImageOptions, context: ImageContext) -> Bool {
-        loader(for: url)?.requestCarriesCredentials(for: url, options: options, context: context) ?? false
+        let loaders = self.loaders
+        guard loaders.contains(where: { $0.requestCarriesCredentials(for: url, options: options, context: context) })
+        else { return false }
+        let handler = loaders.reversed().first { $0.canRequestImage(for: url) }
+        return handler?.requestCarriesCredentials(for: url, options: options, context: context) ?? false
     }
 
     /// Asks the loader that handles `url`.

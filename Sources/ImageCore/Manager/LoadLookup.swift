@@ -1,0 +1,98 @@
+import Foundation
+
+/// What a load resolves before it may touch a cache: the cache and loader, whether the request carries
+/// credentials (which decides whether any cache may be read), the decode options and the keys.
+///
+/// A memory hit needs nothing else, so the hit path stops here; a miss builds the ``LoadPlan`` on top of it
+/// (serializer, coders, store levels, download isolation). Privacy comes first: a load that carries credentials
+/// without a partition key gets no key, so no level is ever asked for it.
+struct LoadLookup {
+    let options: ImageOptions
+    /// True when the request carries credentials (a request modifier, or the loader says so).
+    let carriesCredentials: Bool
+    /// True when the context names a partition key.
+    let isPartitioned: Bool
+    let decodeOptions: ImageDecodeOptions
+    /// True when the load has a transformer.
+    let isTransformed: Bool
+    /// The cache key; nil when uncacheable (filter said so, or credentials without a partition).
+    var key: String? { hasKey ? cacheKey : nil }
+    /// True when the load has a cache key.
+    let hasKey: Bool
+    /// The cache key when `hasKey`, else empty. (A plain `String`: the optimizer copies a `String?` through the
+    /// runtime's generic value witnesses.)
+    let cacheKey: String
+    /// The key of the untransformed original when a part made `key` differ from it.
+    private let derivedOriginalKey: String?
+    /// True when a thumbnail, orientation, transformer or partition part was appended to the base.
+    private let hasParts: Bool
+    /// Levels to query for `key` (none when the load may not share cache entries).
+    let queryCacheType: ImageCacheType
+
+    /// The key of the untransformed original; nil when uncacheable.
+    var originalKey: String? { hasParts ? derivedOriginalKey : key }
+
+    /// A load that carries no credentials, or is partitioned, may read and write shared cache entries.
+    var isShareable: Bool { !carriesCredentials || isPartitioned }
+
+    // Every stored string or existential is a reference count to take and drop on every load, and the strategies
+    // are existentials whose copies go through their type's value witnesses: so this type keeps what it learnt
+    // from them (flags, the keys) and the plan reads the rest from the context when it needs it.
+    init(url: URL, absoluteString: String, options: ImageOptions, context: ImageContext, manager: ImageManager) {
+        self.options = options
+        isPartitioned = context.hasValue(.cachePartitionKey)
+        if context.hasValue(.downloadRequestModifier) {
+            carriesCredentials = true
+        } else if context.hasValue(.imageLoader), let loader = context.imageLoader {
+            carriesCredentials = loader.requestCarriesCredentials(for: url, options: options, context: context)
+        } else {
+            carriesCredentials = manager.strategies.requestCarriesCredentials(
+                for: url, options: options, context: context)
+        }
+        let decode = LoadPlan.decodeOptions(options: options, context: context)
+        decodeOptions = decode
+        isTransformed = context.hasValue(.imageTransformer)
+        if !carriesCredentials || isPartitioned {
+            let keys = LoadPlan.keys(for: url, absoluteString: absoluteString, context: context, decodeOptions: decode)
+            hasKey = keys.key != nil
+            cacheKey = keys.key ?? ""
+            derivedOriginalKey = keys.derivedOriginalKey
+            hasParts = keys.hasParts
+            queryCacheType = context.queryCacheType ?? .all
+        } else {
+            hasKey = false
+            cacheKey = ""
+            derivedOriginalKey = nil
+            hasParts = false
+            queryCacheType = .none
+        }
+    }
+
+    /// Asks the load's cache (the context's, else the manager's) on this thread; see
+    /// ``ImageCacheProtocol/queryImageSync(forKey:options:context:cacheType:)``.
+    func queryImageSync(forKey key: String, context: ImageContext, manager: ImageManager) -> SyncCacheQueryResult {
+        if context.hasValue(.imageCache), let cache = context.imageCache {
+            return cache.queryImageSync(forKey: key, options: options, context: context, cacheType: queryCacheType)
+        }
+        return manager.strategies.queryImageSync(
+            forKey: key, options: options, context: context, cacheType: queryCacheType)
+    }
+
+    /// The image a load delivers for a cached image of its key, or nil when that level cannot honour the load's
+    /// options (see the key table in ARCHITECTURE.md):
+    /// - a transformed key holding an animation (made with ``ImageOptions/transformAnimatedImage``) cannot serve
+    ///   a load without that option, which wants the untransformed animation;
+    /// - with a scale-down budget, an image over the budget cannot be served (the load decodes smaller);
+    /// - first-frame-only loads get the first frame of an animation.
+    static func deliverable(
+        fromCached image: Image, transformed: Bool, options: ImageOptions, decodeOptions: ImageDecodeOptions
+    ) -> Image? {
+        if transformed, image.isAnimated, !options.contains(.transformAnimatedImage) { return nil }
+        if let limit = decodeOptions.scaleDownLimitBytes, limit > 0 {
+            let (pixels, overflow) = image.width.multipliedReportingOverflow(by: image.height)
+            if overflow || pixels > limit / 4 { return nil }
+        }
+        if decodeOptions.firstFrameOnly, image.isAnimated { return image.with(frames: [image.frames[0]]) }
+        return image
+    }
+}

@@ -1,0 +1,139 @@
+import Foundation
+
+/// Reads the parts of a URL every load needs (has it a scheme, the extension of its path) from its absolute string,
+/// without Foundation's component parsing, which costs several times a whole memory hit.
+///
+/// Each scan decides only the plain shapes it can read with certainty (no percent escapes, no `;` parameters, no
+/// trailing slash, no base URL) and asks Foundation for everything else, so the answers are Foundation's
+/// (`URLScanTests` compares them over many shapes).
+enum URLScan {
+    /// A short extension (1–5 ASCII letters or digits, lowercased) held inline: no string is made for it.
+    struct ShortExtension: Equatable {
+        /// The bytes, first byte lowest.
+        let packed: UInt64
+        let count: Int
+
+        init?(lowercasing bytes: some Collection<UInt8>) {
+            guard (1...5).contains(bytes.count) else { return nil }
+            var packed: UInt64 = 0
+            var shift: UInt64 = 0
+            for byte in bytes {
+                guard URLScan.isAlphanumeric(byte) else { return nil }
+                packed |= UInt64(byte >= 0x41 && byte <= 0x5A ? byte + 0x20 : byte) << shift
+                shift += 8
+            }
+            self.packed = packed
+            self.count = bytes.count
+        }
+
+        /// The extension as a string.
+        var string: String {
+            withUnsafeBytes(of: packed.littleEndian) { String(decoding: $0.prefix(count), as: UTF8.self) }
+        }
+    }
+
+    /// True when `url` has a scheme (what `url.scheme != nil` says).
+    static func hasScheme(_ url: URL, absoluteString: String) -> Bool {
+        if startsWithScheme(absoluteString), url.baseURL == nil { return true }
+        return url.scheme != nil
+    }
+
+    /// True when `string` starts with a valid scheme and its `:` (reads only those bytes).
+    private static func startsWithScheme(_ string: String) -> Bool {
+        string.utf8.withContiguousStorageIfAvailable { schemeEnd($0) != nil } ?? false
+    }
+
+    /// The URL path's extension, lowercased, when it is 1–5 ASCII letters or digits; else nil. Keys end in it, so
+    /// the disk cache names files after the image type.
+    static func shortExtension(of url: URL, absoluteString: String) -> ShortExtension? {
+        if url.baseURL == nil, case .decided(let ext) = scanShortExtension(absoluteString) { return ext }
+        return foundationShortExtension(of: url)
+    }
+
+    /// The rule applied to Foundation's `pathExtension`: the reference the scan must agree with.
+    static func foundationShortExtension(of url: URL) -> ShortExtension? {
+        ShortExtension(lowercasing: url.pathExtension.utf8)
+    }
+
+    /// What a scan concluded.
+    enum Scan: Equatable {
+        /// The short extension, or nil for "none".
+        case decided(ShortExtension?)
+        /// The shape needs Foundation.
+        case undecided
+    }
+
+    /// Scans an absolute URL string for its short extension: finds where the path ends (the first `?` or `#`),
+    /// then reads its last component backwards, so only that component is looked at byte by byte.
+    static func scanShortExtension(_ string: String) -> Scan {
+        string.utf8.withContiguousStorageIfAvailable { bytes -> Scan in
+            guard let colon = schemeEnd(bytes), let base = bytes.baseAddress else { return .undecided }
+            let hasAuthority = colon + 2 < bytes.count && bytes[colon + 1] == slash && bytes[colon + 2] == slash
+            // The path (or, without a path, the authority) ends at the query or the fragment.
+            let rest = colon + 1
+            var pathEnd = bytes.count
+            if let query = memchr(base + rest, Int32(question), bytes.count - rest) {
+                pathEnd = UnsafePointer<UInt8>(query.assumingMemoryBound(to: UInt8.self)) - base
+            }
+            if let fragment = memchr(base + rest, Int32(hash), pathEnd - rest) {
+                pathEnd = UnsafePointer<UInt8>(fragment.assumingMemoryBound(to: UInt8.self)) - base
+            }
+            // An authority holds no `/`: the last `/` after it starts the last path component.
+            let lowest = hasAuthority ? colon + 3 : rest
+            guard pathEnd > lowest, bytes[pathEnd - 1] != slash else { return .undecided }
+            var index = pathEnd - 1
+            var lastDot = -1
+            while index >= lowest, bytes[index] != slash {
+                switch bytes[index] {
+                case percent, semicolon: return .undecided
+                case dot where lastDot < 0: lastDot = index
+                default: break
+                }
+                index -= 1
+            }
+            // No `/` after the authority: no path at all.
+            if hasAuthority && index < lowest { return .undecided }
+            let componentStart = index + 1
+            // No dot in the last component, or only a leading one (a hidden name): no extension.
+            guard lastDot > componentStart else { return .decided(nil) }
+            let ext = ShortExtension(lowercasing: UnsafeBufferPointer(rebasing: bytes[(lastDot + 1)..<pathEnd]))
+            return .decided(ext)
+        } ?? .undecided
+    }
+
+    /// The index of the `:` that ends a valid scheme (`ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )`), if any.
+    private static func schemeEnd(_ bytes: UnsafeBufferPointer<UInt8>) -> Int? {
+        // Most URLs are http(s): recognise those four letters at once (ASCII case folded).
+        if bytes.count >= 6, let base = bytes.baseAddress,
+            UnsafeRawPointer(base).loadUnaligned(as: UInt32.self) | 0x2020_2020 == http
+        {
+            if bytes[4] == colon { return 4 }
+            if bytes[4] | 0x20 == UInt8(ascii: "s"), bytes[5] == colon { return 5 }
+        }
+        guard let first = bytes.first, isLetter(first) else { return nil }
+        var index = 1
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == colon { return index }
+            guard isLetter(byte) || isDigit(byte) || byte == plus || byte == minus || byte == dot else { return nil }
+            index += 1
+        }
+        return nil
+    }
+
+    private static func isLetter(_ byte: UInt8) -> Bool { (byte | 0x20) >= 0x61 && (byte | 0x20) <= 0x7A }
+    private static func isDigit(_ byte: UInt8) -> Bool { byte >= 0x30 && byte <= 0x39 }
+    fileprivate static func isAlphanumeric(_ byte: UInt8) -> Bool { isLetter(byte) || isDigit(byte) }
+
+    /// "http" as a little-endian `UInt32`.
+    private static let http = UInt32(littleEndian: 0x7074_7468)
+    private static let colon = UInt8(ascii: ":")
+    private static let slash = UInt8(ascii: "/")
+    private static let question = UInt8(ascii: "?")
+    private static let hash = UInt8(ascii: "#")
+    private static let percent = UInt8(ascii: "%")
+    private static let semicolon = UInt8(ascii: ";")
+    private static let dot = UInt8(ascii: ".")
+    private static let plus = UInt8(ascii: "+")
+    private static let minus = UInt8(ascii: "-")
+}
