@@ -25,7 +25,7 @@ def main() -> None:
     ]
     fig, axes = plt.subplots(4, 1, figsize=(10, 10), sharex=True)
     series = [
-        ([r["rss_bytes"] / 1048576 for r in rows], "RSS (MiB)"),
+        ([r.get("rss_trimmed_bytes", r["rss_bytes"]) / 1048576 for r in rows], "RSS after malloc_trim (MiB)"),
         ([r["open_fds"] for r in rows], "open file descriptors"),
         ([r["threads"] for r in rows], "threads"),
         (rate, "loads completed per second"),

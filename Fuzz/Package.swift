@@ -12,11 +12,17 @@ let sdk: [Target.Dependency] = [
     .product(name: "JPEGCoder", package: "WebImage"),
     .product(name: "WebPCoder", package: "WebImage"),
     .product(name: "GIFCoder", package: "WebImage"),
+    .product(name: "AVIFCoder", package: "WebImage"),
     .product(name: "ImageTransformers", package: "WebImage"),
 ]
 
-func fuzzTarget(_ name: String) -> Target {
-    .executableTarget(name: "fuzz-\(name)", dependencies: ["FuzzSupport"], path: "Targets/\(name)")
+func fuzzTarget(_ name: String, _ dependencies: [Target.Dependency] = ["FuzzSupport"]) -> Target {
+    .executableTarget(name: "fuzz-\(name)", dependencies: dependencies, path: "Targets/\(name)")
+}
+
+/// A target on one SDK product only (the parsers of plugins that pull in NIO, BoringSSL or AsyncHTTPClient).
+func fuzzTarget(_ name: String, product: String) -> Target {
+    fuzzTarget(name, [.product(name: product, package: "WebImage")])
 }
 
 let package = Package(
@@ -31,6 +37,11 @@ let package = Package(
         fuzzTarget("gif-decode"),
         fuzzTarget("progressive"),
         fuzzTarget("roundtrip"),
+        fuzzTarget("avif-decode"),
+        fuzzTarget("cache-control", product: "ImageCore"),
+        fuzzTarget("http-headers", product: "HTTPLoader"),
+        fuzzTarget("disk-entry", product: "DiskCache"),
+        fuzzTarget("resp-decode", product: "RedisCache"),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -51,6 +51,8 @@ if [ "${RUN_FUZZ:-0}" = "1" ]; then
 fi
 
 if [ "${SKIP_EXAMPLES:-0}" != "1" ]; then
+    # One scratch path for every example and the README snippets: the SDK and its dependencies build once.
+    export EXAMPLES_SCRATCH=${EXAMPLES_SCRATCH:-$PWD/.build-examples}
     for example in Examples/*/; do
         [ -f "$example/Package.swift" ] || continue
         step "example $(basename "$example")"

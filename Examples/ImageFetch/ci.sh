@@ -4,6 +4,10 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 swift=${SWIFT:-swift}
+# EXAMPLES_SCRATCH (set by scripts/test.sh): one build folder for every example, so the SDK and its dependencies
+# compile once for all of them.
+scratch=()
+[ -n "${EXAMPLES_SCRATCH:-}" ] && scratch=(--scratch-path "$EXAMPLES_SCRATCH")
 fail() { echo "ImageFetch ci: FAIL: $*" >&2; exit 1; }
 
 # Pillow comes from Debian's python3-pil, which is /usr/bin/python3's; a python3 earlier on PATH may lack it.
@@ -13,8 +17,8 @@ for candidate in python3 /usr/bin/python3; do
 done
 [ -n "$python" ] || fail "no python3 with Pillow (apt-get install python3-pil)"
 
-$swift build
-tool="$($swift build --show-bin-path)/image-fetch"
+$swift build "${scratch[@]}"
+tool="$($swift build "${scratch[@]}" --show-bin-path)/image-fetch"
 
 work=$(mktemp -d)
 server_pid=""

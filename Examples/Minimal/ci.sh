@@ -4,10 +4,14 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 swift=${SWIFT:-swift}
+# EXAMPLES_SCRATCH (set by scripts/test.sh): one build folder for every example, so the SDK and its dependencies
+# compile once for all of them.
+scratch=()
+[ -n "${EXAMPLES_SCRATCH:-}" ] && scratch=(--scratch-path "$EXAMPLES_SCRATCH")
 fail() { echo "Minimal ci: FAIL: $*" >&2; exit 1; }
 
-$swift build
-bin=$($swift build --show-bin-path)
+$swift build "${scratch[@]}"
+bin=$($swift build "${scratch[@]}" --show-bin-path)
 
 output=$(timeout 60 "$bin/Minimal")
 echo "$output"

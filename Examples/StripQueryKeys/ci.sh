@@ -4,10 +4,14 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 swift=${SWIFT:-swift}
+# EXAMPLES_SCRATCH (set by scripts/test.sh): one build folder for every example, so the SDK and its dependencies
+# compile once for all of them.
+scratch=()
+[ -n "${EXAMPLES_SCRATCH:-}" ] && scratch=(--scratch-path "$EXAMPLES_SCRATCH")
 fail() { echo "StripQueryKeys ci: FAIL: $*" >&2; exit 1; }
 
-$swift build
-output=$(timeout 60 "$($swift build --show-bin-path)/StripQueryKeys")
+$swift build "${scratch[@]}"
+output=$(timeout 60 "$($swift build "${scratch[@]}" --show-bin-path)/StripQueryKeys")
 echo "$output"
 
 keys=$(grep '^key:' <<<"$output" | sort -u)

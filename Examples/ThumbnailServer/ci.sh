@@ -6,6 +6,10 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 swift=${SWIFT:-swift}
-timeout 1500 $swift build --build-tests
-timeout 300 $swift test --skip-build
+# EXAMPLES_SCRATCH (set by scripts/test.sh): one build folder for every example, so the SDK and its dependencies
+# compile once for all of them.
+scratch=()
+[ -n "${EXAMPLES_SCRATCH:-}" ] && scratch=(--scratch-path "$EXAMPLES_SCRATCH")
+timeout 1500 $swift build "${scratch[@]}" --build-tests
+timeout 300 $swift test "${scratch[@]}" --skip-build
 if [ -f .build/test-artifacts/gallery.png ]; then echo "gallery screenshot: $PWD/.build/test-artifacts/gallery.png"; fi

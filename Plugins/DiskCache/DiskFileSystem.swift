@@ -284,10 +284,13 @@ struct DiskFileSystem: Sendable {
         let dirFD = dirfd(dir)
         var files: [DirectoryItem] = []
         var others: [String] = []
+        // `readdir` records are as long as their name (`d_reclen`), not `MemoryLayout<dirent>.size`: loading
+        // `entry.pointee` copies a whole `dirent` and reads past the last record of the buffer, which faults when
+        // that record ends a page (the soak hit it). Read the name in place instead.
+        let nameOffset = MemoryLayout<dirent>.offset(of: \dirent.d_name)!
         while let entry = readdir(dir) {
-            let name = withUnsafePointer(to: entry.pointee.d_name) { pointer in
-                pointer.withMemoryRebound(to: CChar.self, capacity: Int(NAME_MAX) + 1) { String(cString: $0) }
-            }
+            let name = String(
+                cString: UnsafeRawPointer(entry).advanced(by: nameOffset).assumingMemoryBound(to: CChar.self))
             if name == "." || name == ".." { continue }
             var info = stat()
             guard fstatat(dirFD, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { continue }

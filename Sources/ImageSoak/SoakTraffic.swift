@@ -114,6 +114,9 @@ struct SoakTraffic: Sendable {
                     var generator = SplitMix(seed: seed &+ UInt64(worker) &* 0x1000_0001)
                     while ContinuousClock.now < deadline {
                         await runOne(LoadKind.pick(&generator, from: kinds), &generator)
+                        // Memory hits complete synchronously: without a yield, eight workers would keep the
+                        // cooperative pool's threads from everything else (the watchdog, the progress lines).
+                        await Task.yield()
                     }
                 }
             }

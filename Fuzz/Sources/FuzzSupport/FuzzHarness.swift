@@ -1,3 +1,4 @@
+import AVIFCoder
 import Foundation
 import GIFCoder
 import ImageCore
@@ -8,7 +9,7 @@ import WebPCoder
 
 /// The coders the fuzz targets exercise.
 public enum FuzzCoder: CaseIterable, Sendable {
-    case png, jpeg, webp, gif
+    case png, jpeg, webp, gif, avif
 
     var coder: any ProgressiveImageCoder {
         switch self {
@@ -16,8 +17,12 @@ public enum FuzzCoder: CaseIterable, Sendable {
         case .jpeg: JPEGCoder.shared
         case .webp: WebPCoder.shared
         case .gif: GIFCoder.shared
+        case .avif: AVIFCoder.shared
         }
     }
+
+    /// The coders whose encoders the round-trip target drives (AV1 encoding is far too slow for a fuzz loop).
+    static let roundTripCoders: [FuzzCoder] = [.png, .jpeg, .webp, .gif]
 
     var format: ImageFormat {
         switch self {
@@ -25,6 +30,7 @@ public enum FuzzCoder: CaseIterable, Sendable {
         case .jpeg: .jpeg
         case .webp: .webp
         case .gif: .gif
+        case .avif: .avif
         }
     }
 }

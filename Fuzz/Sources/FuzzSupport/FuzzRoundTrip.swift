@@ -10,7 +10,7 @@ extension FuzzHarness {
     /// the input.
     public static func roundTrip(_ input: FuzzInput) {
         var reader = ByteReader(input.data)
-        let coder = FuzzCoder.allCases[Int(reader.byte()) % FuzzCoder.allCases.count]
+        let coder = FuzzCoder.roundTripCoders[Int(reader.byte()) % FuzzCoder.roundTripCoders.count]
         let layouts: [PixelLayout] = [.rgba8, .rgb8, .gray8, .grayAlpha8]
         let layout = layouts[Int(reader.byte()) % layouts.count]
         let alpha: AlphaMode = reader.byte() % 2 == 0 ? .straight : .premultiplied
