@@ -2,7 +2,7 @@
 # Every test of the project: the package suites, the coder suites under AddressSanitizer, and the examples.
 # Environment: IMAGE_CORPUS (the shared conformance corpus), SKIP_ASAN=1 / SKIP_EXAMPLES=1 to shorten local runs,
 # SOAK_SECONDS (default 120) for the soak's length,
-# RUN_FUZZ=1 to build the libFuzzer targets and run each for FUZZ_SECONDS (default 20).
+# RUN_FUZZ=1 to build the libFuzzer targets (FUZZ_TARGETS, default all) and run each for FUZZ_SECONDS (default 20).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -47,7 +47,8 @@ fi
 
 if [ "${RUN_FUZZ:-0}" = "1" ]; then
     step "fuzz targets, ${FUZZ_SECONDS:-20} s each"
-    FUZZ_SECONDS=${FUZZ_SECONDS:-20} scripts/fuzz.sh
+    # shellcheck disable=SC2086  # FUZZ_TARGETS is a space-separated list (empty: every target)
+    FUZZ_SECONDS=${FUZZ_SECONDS:-20} scripts/fuzz.sh ${FUZZ_TARGETS:-}
 fi
 
 if [ "${SKIP_EXAMPLES:-0}" != "1" ]; then
