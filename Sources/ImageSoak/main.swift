@@ -7,7 +7,7 @@ import WebImage
 // every second and fails (exit 1) if any kept growing after warm-up, a load never completed, a load gave a
 // wrong result, or the traffic missed a kind. A crash fails it too.
 //
-//   image-soak [--seconds 120] [--workers 8] [--seed 1] [--csv soak.csv] [--kinds hit,miss,...]
+//   image-soak [--seconds 120] [--workers 8] [--seed 1] [--csv soak.csv] [--kinds hit,miss,...] [--memory-mb 8]
 
 struct SoakOptions {
     var seconds = 120
@@ -15,6 +15,8 @@ struct SoakOptions {
     var seed: UInt64 = 1
     var csv: String?
     var kinds = LoadKind.allCases
+    /// The memory cache's cost limit; small, so entries are evicted and loaded again all the time.
+    var memoryMegabytes = 8
     /// A load pending longer than this never completes: every download has a 5 s timeout.
     var overdueSeconds = 60
 
@@ -27,6 +29,7 @@ struct SoakOptions {
             case "--workers": workers = max(1, Int(value) ?? workers)
             case "--seed": seed = UInt64(value) ?? seed
             case "--csv": csv = value
+            case "--memory-mb": memoryMegabytes = max(1, Int(value) ?? memoryMegabytes)
             case "--kinds": kinds = value.split(separator: ",").compactMap { LoadKind(rawValue: String($0)) }
             default:
                 FileHandle.standardError.write(Data("image-soak: unknown argument \(argument)\n".utf8))
@@ -47,7 +50,7 @@ for coder: any ImageCoder in [PNGCoder.shared, JPEGCoder.shared, WebPCoder.share
 let directory = FileManager.default.temporaryDirectory.appendingPathComponent("image-soak-\(getpid())")
 defer { try? FileManager.default.removeItem(at: directory) }
 
-let memory = MemoryCache(configuration: MemoryCacheConfiguration(costLimit: 8 << 20))
+let memory = MemoryCache(configuration: MemoryCacheConfiguration(costLimit: options.memoryMegabytes << 20))
 // Small enough that the misses overflow it within seconds: sweeps run throughout.
 let disk = DiskCache(
     configuration: DiskCacheConfiguration(
