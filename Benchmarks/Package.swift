@@ -104,6 +104,13 @@ let package = Package(
             path: "Benchmarks/HTTPBenchmarks",
             plugins: benchmarkPlugin
         ),
+        .executableTarget(
+            name: "RedisBenchmarks",
+            dependencies: [benchmark, "BenchSupport", "BenchMetrics"]
+                + sdk("ImageCore", "MemoryCache", "RedisCache", "JPEGCoder"),
+            path: "Benchmarks/RedisBenchmarks",
+            plugins: benchmarkPlugin
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -24,11 +24,13 @@ WORK="$(mktemp -d /tmp/webimage-bench.XXXXXX)"
 chmod 755 "$WORK" # nginx workers run as nobody and must read the served files
 RESULTS_DIR="$HERE/.build/bench-results"
 NGINX_PID=""
+REDIS_PID=""
 
 log() { printf '\n==> %s (t=%ss)\n' "$*" "$(($(date +%s) - START_TIME))" >&2; }
 
 cleanup() {
     if [[ -n "$NGINX_PID" ]] && kill -0 "$NGINX_PID" 2>/dev/null; then kill "$NGINX_PID" 2>/dev/null || true; fi
+    if [[ -n "$REDIS_PID" ]] && kill -0 "$REDIS_PID" 2>/dev/null; then kill "$REDIS_PID" 2>/dev/null || true; fi
     rm -rf "$WORK" "${TMPDIR:-/tmp}/webimage-bench-sweep-$WEBIMAGE_BENCH_SWEEP_ENTRIES"
 }
 trap cleanup EXIT
@@ -41,6 +43,7 @@ $PY -c 'import PIL' 2>/dev/null || need+=(python3-pil)
 command -v wrk >/dev/null || need+=(wrk)
 [[ -x /usr/sbin/nginx ]] || command -v nginx >/dev/null || need+=(nginx-light)
 $PY -c 'import httpx' 2>/dev/null || need+=(python3-httpx)
+command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null || need+=(redis-server redis-tools)
 for pkg in libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev libavif-dev; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
@@ -62,7 +65,7 @@ log "2/7 build (release)"
 # Target by target, so one SDK plugin that does not compile costs only its own rows (reported as n/a).
 SKIP=()
 "$SWIFT" build -c release --product ExportInputs >&2
-for target in CoreBenchmarks CoderBenchmarks CacheBenchmarks TransformBenchmarks HTTPBenchmarks AVIFBenchmarks; do
+for target in CoreBenchmarks CoderBenchmarks CacheBenchmarks TransformBenchmarks HTTPBenchmarks AVIFBenchmarks RedisBenchmarks; do
     if ! "$SWIFT" build -c release --product "$target" >"$WORK/build-$target.log" 2>&1; then
         echo "NOT MEASURED: $target does not build; its errors:" >&2
         grep -E "error:" "$WORK/build-$target.log" | sort -u | head -10 >&2
@@ -120,6 +123,12 @@ curl -fsS -o /dev/null "http://127.0.0.1:$PORT/photo/199.jpg" || {
     exit 1
 }
 export WEBIMAGE_BENCH_HTTP_BASE="http://127.0.0.1:$PORT/"
+# Redis for RedisBenchmarks (issue 11): a throwaway server, nothing saved.
+REDIS_PORT=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
+redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no --dir "$WORK" --loglevel warning &
+REDIS_PID=$!
+for _ in $(seq 50); do redis-cli -p "$REDIS_PORT" PING 2>/dev/null | grep -q PONG && break; sleep 0.1; done
+export WEBIMAGE_BENCH_REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
 # Warm the page cache for everyone.
 cat "$INPUTS"/http/small/* "$INPUTS"/http/large/* "$INPUTS"/http/photo/* >/dev/null
 
@@ -256,6 +265,24 @@ AVIF_VENV="$HERE/.build/pillow-avif-venv"
     || "$AVIF_VENV/bin/pip" install --quiet --upgrade pillow >&2 || true
 "$AVIF_VENV/bin/python" "$HERE/avif_pillow.py" "$INPUTS" "$WORK/external-avif.json" "$EXT_RUNS" >&2 \
     || echo "Pillow AVIF baseline not measured (no Pillow with AVIF support)" >&2
+# redis-benchmark GETs (one client, no pipelining) of values the size of the entries RedisBenchmarks stored:
+# one SET writes key:__rand_int__ with that size, then `-t get` reads it; CPU is redis-benchmark's user + system.
+for key in $(redis-cli -p "$REDIS_PORT" --scan --pattern 'bench-hit:*'); do
+    size=$(redis-cli -p "$REDIS_PORT" STRLEN "$key")
+    redis-benchmark -p "$REDIS_PORT" -t set -d "$size" -n 1 -c 1 -q >/dev/null
+    /usr/bin/time -f '%U %S' -o "$WORK/redis-get-cpu" \
+        redis-benchmark -p "$REDIS_PORT" -t get -d "$size" -n 20000 -c 1 --csv >"$WORK/redis-get.csv" 2>/dev/null
+    $PY - "$EXT" "$size" "$WORK/redis-get.csv" "$WORK/redis-get-cpu" 20000 <<'PYEOF'
+import csv, json, sys
+path, size, csv_path, cpu_path, n = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5])
+get = next(r for r in csv.DictReader(open(csv_path)) if r["test"] == "GET")
+user, system = map(float, open(cpu_path).read().split()[-2:])
+ext = json.load(open(path))
+ext.setdefault("redis_get", {})[str(size)] = {
+    "p50": float(get["p50_latency_ms"]) * 1e6, "per_op": 1e9 / float(get["rps"]), "cpu": (user + system) * 1e9 / n}
+json.dump(ext, open(path, "w"), indent=1)
+PYEOF
+done
 
 # ---------------------------------------------------------------------------------------------------------------
 log "7/7 report"
@@ -413,6 +440,21 @@ for label, speed in [("fast", 10), ("balanced", 6)]:
              S(f"AVIF_2MP_encode_{label}_C"), "≤ 1.05×")
     time_row("12", f"AVIF 2 MP encode, speed {speed}: SDK vs Pillow", S(f"AVIF_2MP_encode_{label}_SDK"),
              E(f"pillow_avif_2MP_encode_{label}"))
+# Issue 11 — Redis: a hit vs redis-benchmark GET of the same value size (smaller stored value = "small")
+gets = sorted((int(k), v) for k, v in ext.get("redis_get", {}).items())
+for (label, (size, get)) in zip(["small", "2MP"], gets):
+    for kind, what in [("fetch", "fetch"), ("fetchDecode", "fetch + JPEG decode")]:
+        time_row("11", f"Redis hit, {size:,} B value: `RedisCache` {what} vs `redis-benchmark -t get -c 1` (p50; CPU/op)",
+                 S(f"Redis_hit_{label}_{kind}"), (get["p50"], get["cpu"]))
+for replicas in (2, 3):
+    base_name = f"Redis_fleet_{replicas}replicas_memoryOnly"
+    nr, nh = t(base_name, "loaderRequests"), t(base_name, "hitRatioPermille")
+    for mode, what in [("redis", "Redis, coalescing off"), ("redisCoalescing", "Redis + fleet coalescing")]:
+        wr, wh = t(f"Redis_fleet_{replicas}replicas_{mode}", "loaderRequests"), t(f"Redis_fleet_{replicas}replicas_{mode}", "hitRatioPermille")
+        row("11", f"{replicas} replicas × 200 URLs (local nginx origin): origin requests; hit ratio — {what} vs memory only",
+            f"{wr:.0f} requests; {wh / 10:.1f} % hits" if wr is not None and wh is not None else "n/a",
+            f"{nr:.0f} requests; {nh / 10:.1f} % hits" if nr is not None and nh is not None else "n/a",
+            ratio(wr, nr), "—", "requests = 200 with coalescing")
 
 head = [
     "# WebImage benchmark results",
