@@ -56,7 +56,7 @@ enum JPEGDecoder {
             if pixels.width != target.width || pixels.height != target.height {
                 pixels = pixels.areaResampled(width: target.width, height: target.height)
             }
-            if rotate { pixels = PixelOrienter.apply(orientation, to: pixels) }
+            if rotate { pixels = pixels.oriented(orientation) }
             let metadata = ImageMetadata(
                 orientation: rotate ? .up : orientation, sourceOrientation: orientation,
                 iccProfile: markers.iccProfile, exif: markers.exif, sourcePixelWidth: header.width,

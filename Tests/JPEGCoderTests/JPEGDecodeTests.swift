@@ -117,7 +117,7 @@ import Testing
             .rightMirrored: [5, 2, 4, 1, 3, 0], .left: [2, 5, 1, 4, 0, 3],
         ]
         for orientation in ImageOrientation.allCases {
-            let out = PixelOrienter.apply(orientation, to: source)
+            let out = source.oriented(orientation)
             #expect(out.bytes == expected[orientation], "\(orientation)")
             #expect(out.width == (orientation.swapsDimensions ? 2 : 3))
         }

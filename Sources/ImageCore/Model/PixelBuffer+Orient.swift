@@ -1,16 +1,14 @@
-import ImageCore
-
-/// Rotates and flips pixels so an image stored with an EXIF orientation shows upright.
-///
-/// Thread-safe: a pure function.
-enum PixelOrienter {
-    /// Returns `source` turned per `orientation` (width and height swap for orientations 5-8).
-    static func apply(_ orientation: ImageOrientation, to source: PixelBuffer) -> PixelBuffer {
-        if orientation == .up { return source }
-        let w = source.width
-        let h = source.height
-        let bpp = source.layout.bytesPerPixel
-        let bpr = source.bytesPerRow
+extension PixelBuffer {
+    /// These pixels turned per `orientation` (width and height swap for orientations 5-8), so an image stored
+    /// with an EXIF-style orientation (JPEG's tag, AVIF's `irot`/`imir`) shows upright.
+    ///
+    /// A pure function; `.up` returns the buffer itself.
+    public func oriented(_ orientation: ImageOrientation) -> PixelBuffer {
+        if orientation == .up { return self }
+        let w = width
+        let h = height
+        let bpp = layout.bytesPerPixel
+        let bpr = bytesPerRow
         // Source byte offset of output pixel (x', y') is base + x' * stepX + y' * stepY.
         let (base, stepX, stepY): (Int, Int, Int)
         switch orientation {
@@ -26,8 +24,8 @@ enum PixelOrienter {
         let outWidth = orientation.swapsDimensions ? h : w
         let outHeight = orientation.swapsDimensions ? w : h
         let outRow = outWidth * bpp
-        let bytes = [UInt8](unsafeUninitializedCapacity: outRow * outHeight) { out, initialized in
-            source.bytes.withUnsafeBufferPointer { src in
+        let turned = [UInt8](unsafeUninitializedCapacity: outRow * outHeight) { out, initialized in
+            self.bytes.withUnsafeBufferPointer { src in
                 for y in 0..<outHeight {
                     var s = base + y * stepY
                     var d = y * outRow
@@ -41,6 +39,6 @@ enum PixelOrienter {
             initialized = outRow * outHeight
         }
         return PixelBuffer(
-            width: outWidth, height: outHeight, layout: source.layout, alphaMode: source.alphaMode, bytes: bytes)
+            width: outWidth, height: outHeight, layout: layout, alphaMode: alphaMode, bytes: turned)
     }
 }
