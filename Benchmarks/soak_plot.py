@@ -24,14 +24,18 @@ def main() -> None:
         for a, b in zip(rows, rows[1:])
     ]
     fig, axes = plt.subplots(4, 1, figsize=(10, 10), sharex=True)
+    memory = [r.get("rss_trimmed_bytes", r["rss_bytes"]) / 1048576 for r in rows]
+    heap = [r["heap_in_use_bytes"] / 1048576 for r in rows] if "heap_in_use_bytes" in rows[0] else None
     series = [
-        ([r.get("rss_trimmed_bytes", r["rss_bytes"]) / 1048576 for r in rows], "RSS after malloc_trim (MiB)"),
+        (memory, "RSS after malloc_trim (MiB)" + (", heap in use (orange)" if heap else "")),
         ([r["open_fds"] for r in rows], "open file descriptors"),
         ([r["threads"] for r in rows], "threads"),
         (rate, "loads completed per second"),
     ]
+    if heap:
+        axes[0].plot(t, heap, linewidth=0.8, color="tab:orange")
     for axis, (values, label) in zip(axes, series):
-        axis.plot(t, values, linewidth=0.8)
+        axis.plot(t, values, linewidth=0.8, color="tab:blue")
         axis.set_ylabel(label)
         axis.set_ylim(bottom=0)
         axis.grid(alpha=0.3)

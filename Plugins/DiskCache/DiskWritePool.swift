@@ -1,4 +1,5 @@
 import Foundation
+import ImageCore
 
 /// The dedicated threads that run a ``DiskCache``'s asynchronous writes: at most `maxThreads` at once, started
 /// on demand, ended after ``idleTimeout`` seconds without work; never the Swift cooperative pool nor Dispatch's
@@ -11,10 +12,9 @@ import Foundation
 ///
 /// Threading: `submit` from any thread; jobs run in FIFO order of submission, up to `maxThreads` at a time.
 final class DiskWritePool: @unchecked Sendable {
-    // @unchecked Sendable: `jobs`, `head`, `threads` and `idle` are only touched with `condition` locked.
+    // @unchecked Sendable: `jobs`, `threads` and `idle` are only touched with `condition` locked.
     private let condition = NSCondition()
-    private var jobs: [@Sendable () -> Void] = []
-    private var head = 0
+    private var jobs = FIFOQueue<@Sendable () -> Void>()
     private var threads = 0
     private var idle = 0
 
@@ -33,7 +33,7 @@ final class DiskWritePool: @unchecked Sendable {
     func submit(_ job: @escaping @Sendable () -> Void) {
         condition.lock()
         jobs.append(job)
-        let waiting = jobs.count - head
+        let waiting = jobs.count
         let spawn = waiting > idle && threads < maxThreads
         if spawn { threads += 1 }
         condition.signal()
@@ -48,25 +48,18 @@ final class DiskWritePool: @unchecked Sendable {
     private func run() {
         condition.lock()
         while true {
-            while head == jobs.count {
+            while jobs.isEmpty {
                 idle += 1
                 let signalled = condition.wait(until: Date().addingTimeInterval(Self.idleTimeout))
                 idle -= 1
-                if !signalled && head == jobs.count {
+                if !signalled && jobs.isEmpty {
                     threads -= 1
                     condition.unlock()
                     return
                 }
             }
-            let job = jobs[head]
-            head += 1
-            if head == jobs.count {
-                jobs.removeAll(keepingCapacity: true)
-                head = 0
-            } else if head > 1024 && head * 2 > jobs.count {
-                jobs.removeFirst(head)
-                head = 0
-            }
+            // Non-nil: the loop above waited until a job was queued.
+            let job = jobs.popFirst()!
             condition.unlock()
             job()
             condition.lock()

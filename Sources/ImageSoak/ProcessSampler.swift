@@ -7,14 +7,19 @@ struct ProcessSample: Sendable {
     var residentBytes: Int
     /// RSS after `malloc_trim` gave the allocator's free pages back: what the process really holds.
     var trimmedResidentBytes: Int
+    /// Bytes malloc has handed out and not had back (glibc's `malloc_info`): grows with a leak, not with
+    /// fragmentation, which lifts RSS only.
+    var heapInUseBytes: Int
     var openFiles: Int
     var threads: Int
     var completedLoads: Int
     var inFlight: Int
 
-    static let csvHeader = "seconds,rss_bytes,rss_trimmed_bytes,open_fds,threads,completed_loads,in_flight"
+    static let csvHeader =
+        "seconds,rss_bytes,rss_trimmed_bytes,open_fds,threads,completed_loads,in_flight,heap_in_use_bytes"
     var csvLine: String {
-        "\(seconds),\(residentBytes),\(trimmedResidentBytes),\(openFiles),\(threads),\(completedLoads),\(inFlight)"
+        "\(seconds),\(residentBytes),\(trimmedResidentBytes),\(openFiles),\(threads),\(completedLoads),\(inFlight),"
+            + "\(heapInUseBytes)"
     }
 
     /// glibc's `malloc_trim`, looked up at run time (it is not in the Glibc module): returning free pages to the
@@ -23,6 +28,34 @@ struct ProcessSample: Sendable {
         guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim") else { return nil }
         return unsafeBitCast(symbol, to: (@convention(c) (Int) -> Int32).self)
     }()
+
+    private static let mallocInfo: (@convention(c) (Int32, UnsafeMutablePointer<FILE>?) -> Int32)? = {
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_info") else { return nil }
+        return unsafeBitCast(symbol, to: (@convention(c) (Int32, UnsafeMutablePointer<FILE>?) -> Int32).self)
+    }()
+
+    /// The heap's bytes in use, from the process-wide totals `malloc_info` writes after its last `</heap>`:
+    /// the memory the arenas got from the system, less what sits in their free lists, plus mmapped chunks.
+    private static func heapInUse() -> Int {
+        guard let mallocInfo else { return 0 }
+        var buffer: UnsafeMutablePointer<CChar>? = nil
+        var size = 0
+        guard let stream = open_memstream(&buffer, &size) else { return 0 }
+        _ = mallocInfo(0, stream)
+        fclose(stream)
+        guard let buffer else { return 0 }
+        defer { free(buffer) }
+        let totals = String(cString: buffer).components(separatedBy: "</heap>").last ?? ""
+        // Each line reads `<total type="rest" count="1" size="50224"/>` or `<system type="current" size="…"/>`.
+        func sizeField(_ element: String) -> Int {
+            guard let start = totals.range(of: element),
+                let field = totals[start.upperBound...].range(of: " size=\"")
+            else { return 0 }
+            return Int(totals[field.upperBound...].prefix { $0 != "\"" }) ?? 0
+        }
+        let free = sizeField("<total type=\"fast\"") + sizeField("<total type=\"rest\"")
+        return sizeField("<system type=\"current\"") - free + sizeField("<total type=\"mmap\"")
+    }
 
     private static func residentPages() -> Int {
         let statm = (try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8)) ?? ""
@@ -36,6 +69,7 @@ struct ProcessSample: Sendable {
         let resident = residentPages()
         _ = mallocTrim?(0)
         let trimmed = residentPages()
+        let inUse = heapInUse()
         let fds = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd"))?.count ?? 1) - 1
         let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
         let threads =
@@ -43,6 +77,7 @@ struct ProcessSample: Sendable {
             .flatMap { Int($0.dropFirst("Threads:".count).trimmingCharacters(in: .whitespaces)) } ?? 0
         return ProcessSample(
             seconds: seconds, residentBytes: resident * pageSize, trimmedResidentBytes: trimmed * pageSize,
+            heapInUseBytes: inUse,
             openFiles: fds,
             threads: threads, completedLoads: completedLoads, inFlight: inFlight)
     }

@@ -84,9 +84,10 @@ while !done.value {
         lastReport = .now
         report(
             String(
-                format: "  %4.0f s  rss %6.1f MiB  trimmed %6.1f MiB  fds %3d  threads %3d  loads %7d  in flight %3d",
+                format: "  %4.0f s  rss %6.1f MiB  trimmed %6.1f MiB  heap in use %6.1f MiB  fds %3d  threads %3d"
+                    + "  loads %7d  in flight %3d",
                 sample.seconds, Double(sample.residentBytes) / 1_048_576,
-                Double(sample.trimmedResidentBytes) / 1_048_576,
+                Double(sample.trimmedResidentBytes) / 1_048_576, Double(sample.heapInUseBytes) / 1_048_576,
                 sample.openFiles, sample.threads,
                 sample.completedLoads, sample.inFlight))
     }
@@ -118,6 +119,10 @@ let checks: [(GrowthCheck, [Double])] = [
         GrowthCheck(name: "RSS after malloc_trim", absoluteSlack: Double(16 << 20), relativeSlack: 0.15),
         warm.map { Double($0.trimmedResidentBytes) }
     ),
+    (
+        GrowthCheck(name: "heap in use", absoluteSlack: Double(12 << 20), relativeSlack: 0.15),
+        warm.map { Double($0.heapInUseBytes) }
+    ),
     (GrowthCheck(name: "open descriptors", absoluteSlack: 8, relativeSlack: 0), warm.map { Double($0.openFiles) }),
     (GrowthCheck(name: "threads", absoluteSlack: 4, relativeSlack: 0), warm.map { Double($0.threads) }),
 ]
@@ -138,8 +143,10 @@ for (outcome, count) in tally.outcomes.sorted(by: { $0.key < $1.key }) { report(
 if let first = warm.first, let last = warm.last {
     report(
         String(
-            format: "after warm-up: rss (after malloc_trim) %.1f → %.1f MiB, fds %d → %d, threads %d → %d",
+            format:
+                "after warm-up: rss (after malloc_trim) %.1f → %.1f MiB, heap in use %.1f → %.1f MiB, fds %d → %d, threads %d → %d",
             Double(first.trimmedResidentBytes) / 1_048_576, Double(last.trimmedResidentBytes) / 1_048_576,
+            Double(first.heapInUseBytes) / 1_048_576, Double(last.heapInUseBytes) / 1_048_576,
             first.openFiles,
             last.openFiles, first.threads, last.threads))
 }

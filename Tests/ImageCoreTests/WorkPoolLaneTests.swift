@@ -7,7 +7,7 @@ import Testing
 /// for (normal) queue behind it.
 @Suite struct WorkPoolLaneTests {
     /// A job that blocks its thread until `gate` opens, counting itself in `running` meanwhile.
-    private static func blocking(_ gate: Locked<Bool>, _ running: Locked<Int>) -> @Sendable () -> Void {
+    static func blocking(_ gate: Locked<Bool>, _ running: Locked<Int>) -> @Sendable () -> Void {
         {
             running.withLock { $0 += 1 }
             while !gate.value { usleep(200) }
@@ -44,6 +44,78 @@ import Testing
         #expect(running.value == 1 && pool.pendingBackgroundCount == 3)
         gate.withLock { $0 = true }
         #expect(await waitUntil { pool.pendingCount == 0 && running.value == 0 })
+    }
+}
+
+/// What a job captured (images, bytes) is let go once the job ran, even while the pool never runs dry: a busy
+/// pool that kept its spent jobs held every decoded image of the last thousand jobs (found by the soak).
+@Suite struct WorkPoolReleaseTests {
+    /// An object that says when it is freed.
+    private final class Payload: Sendable {
+        let freed: Locked<Bool>
+        init(_ freed: Locked<Bool>) { self.freed = freed }
+        deinit { freed.withLock { $0 = true } }
+    }
+
+    @Test(arguments: [WorkPool.Priority.normal, .background])
+    func aJobThatRanNoLongerHoldsWhatItCapturedWhileOthersWait(priority: WorkPool.Priority) async {
+        let pool = WorkPool(label: "release", maxConcurrent: 1)
+        let firstGate = Locked(false)
+        let secondGate = Locked(false)
+        let running = Locked(0)
+        pool.submit(priority: priority, WorkPoolLaneTests.blocking(firstGate, running))
+        #expect(await waitUntil { running.value == 1 })
+        let freed = Locked(false)
+        let ran = Locked(false)
+        do {
+            let payload = Payload(freed)
+            pool.submit(priority: priority) { [payload] in
+                withExtendedLifetime(payload) { ran.withLock { $0 = true } }
+            }
+        }
+        // Behind the watched job: one that holds the thread, and one that keeps the queue from draining.
+        pool.submit(priority: priority, WorkPoolLaneTests.blocking(secondGate, running))
+        pool.submit(priority: priority) {}
+        firstGate.withLock { $0 = true }
+        #expect(
+            await waitUntil { ran.value && running.value == 1 }, "the watched job ran; the next one holds the thread")
+        #expect(await waitUntil { freed.value }, "the spent job still holds what it captured")
+        secondGate.withLock { $0 = true }
+        #expect(await waitUntil { pool.pendingCount == 0 && running.value == 0 })
+    }
+}
+
+/// The queue under the pools: a popped element is released at once, order is kept across compactions.
+@Suite struct FIFOQueueTests {
+    private final class Payload {}
+
+    @Test func popsInOrderAcrossCompactionsAndReleasesWhatItPopped() {
+        var queue = FIFOQueue<Payload>()
+        var watched: [Weak] = []
+        for _ in 0..<300 {
+            let payload = Payload()
+            watched.append(Weak(payload))
+            queue.append(payload)
+        }
+        for index in 0..<299 {
+            #expect(queue.popFirst() === watched[index].object)
+            #expect(watched[index].object == nil, "element \(index) outlived its pop")
+            if index % 3 == 0 {
+                let payload = Payload()
+                watched.append(Weak(payload))
+                queue.append(payload)
+            }
+        }
+        #expect(queue.count == 1 + 100)
+        var rest: [Payload] = []
+        while let next = queue.popFirst() { rest.append(next) }
+        #expect(rest.map(ObjectIdentifier.init) == watched[299...].compactMap { $0.object }.map(ObjectIdentifier.init))
+        #expect(queue.isEmpty && queue.popFirst() == nil)
+    }
+
+    private struct Weak {
+        weak var object: Payload?
+        init(_ object: Payload) { self.object = object }
     }
 }
 

@@ -19,28 +19,7 @@ public final class WorkPool: @unchecked Sendable {
         case background
     }
 
-    /// A FIFO that reuses its storage.
-    private struct Lane {
-        var jobs: [@Sendable () -> Void] = []
-        var head = 0
-
-        var count: Int { jobs.count - head }
-
-        mutating func append(_ job: @escaping @Sendable () -> Void) { jobs.append(job) }
-
-        mutating func popFirst() -> @Sendable () -> Void {
-            let job = jobs[head]
-            head += 1
-            if head == jobs.count {
-                jobs.removeAll(keepingCapacity: true)
-                head = 0
-            } else if head > 1024 && head * 2 > jobs.count {
-                jobs.removeFirst(head)
-                head = 0
-            }
-            return job
-        }
-    }
+    private typealias Lane = FIFOQueue<@Sendable () -> Void>
 
     // @unchecked Sendable: every mutable field below is only touched while `condition` is locked.
     private let condition = NSCondition()
@@ -133,7 +112,8 @@ public final class WorkPool: @unchecked Sendable {
                 }
             }
             let isBackground = normal.count == 0
-            let job = isBackground ? background.popFirst() : normal.popFirst()
+            // Non-nil: `hasRunnableJob` saw a job in the lane picked.
+            let job = (isBackground ? background.popFirst() : normal.popFirst())!
             if isBackground { runningBackground += 1 }
             condition.unlock()
             job()
