@@ -28,7 +28,10 @@ func fuzzTarget(_ name: String, product: String) -> Target {
 let package = Package(
     name: "WebImageFuzz",
     platforms: [.macOS(.v15)],
-    dependencies: [.package(name: "WebImage", path: "..")],
+    dependencies: [
+        .package(name: "WebImage", path: ".."),
+        .package(name: "ThumbnailServer", path: "../Examples/ThumbnailServer"),
+    ],
     targets: [
         .target(name: "FuzzSupport", dependencies: sdk, path: "Sources/FuzzSupport"),
         fuzzTarget("png-decode"),
@@ -42,6 +45,7 @@ let package = Package(
         fuzzTarget("http-headers", product: "HTTPLoader"),
         fuzzTarget("disk-entry", product: "DiskCache"),
         fuzzTarget("resp-decode", product: "RedisCache"),
+        fuzzTarget("thumbnail-query", [.product(name: "ThumbnailQuery", package: "ThumbnailServer")]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -32,9 +32,10 @@ declare -A seeds=(
     [http-headers]=""
     [disk-entry]=""
     [resp-decode]=""
+    [thumbnail-query]=""
 )
 order=(png-decode jpeg-decode webp-decode gif-decode avif-decode progressive roundtrip cache-control
-    http-headers disk-entry resp-decode)
+    thumbnail-query http-headers disk-entry resp-decode)
 # The last three pull NIO, BoringSSL and AsyncHTTPClient into an instrumented build (the longest part of it).
 
 targets=("$@")
@@ -68,6 +69,8 @@ run_one() {
     local target=$1
     local seeddir="$work/corpus/$target" artifacts="$work/artifacts/$target/"
     mkdir -p "$seeddir" "$artifacts"
+    # Hand-written seeds for the text parsers live in Fuzz/Seeds/<target>/.
+    if [ -d "Fuzz/Seeds/$target" ]; then cp -n Fuzz/Seeds/"$target"/* "$seeddir/"; fi
     if [ -d "$corpus" ]; then
         for ext in ${seeds[$target]}; do
             for root in "$corpus" "$corpus_avif"; do

@@ -1,4 +1,5 @@
 import Foundation
+import ThumbnailQuery
 import WebImage
 
 /// A loader that follows redirects itself, so that every hop is checked against the origin allowlist.

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import RedisCache
 import ServiceLifecycle
+import ThumbnailQuery
 import WebImage
 
 /// Builds the thumbnail server: routes, the SDK's manager (memory + disk cache, HTTP loader) and its counters.
@@ -47,7 +48,12 @@ public func buildApplication(
             let query = request.uri.queryParameters.reduce(into: [String: String]()) { query, parameter in
                 if query[String(parameter.key)] == nil { query[String(parameter.key)] = String(parameter.value) }
             }
-            let thumbnailRequest = try ThumbnailRequest(query: query, maxSide: configuration.maxThumbnailSide)
+            let thumbnailRequest: ThumbnailRequest
+            do throws(ThumbnailRequest.Invalid) {
+                thumbnailRequest = try ThumbnailRequest(query: query, maxSide: configuration.maxThumbnailSide)
+            } catch {
+                throw HTTPError(.badRequest, message: error.message)
+            }
             guard allowlist.allows(thumbnailRequest.source) else {
                 counters.increment(.forbidden)
                 throw HTTPError(.forbidden, message: "source origin is not on the allowlist")

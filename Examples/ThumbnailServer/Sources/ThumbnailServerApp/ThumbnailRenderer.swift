@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import ThumbnailQuery
 import WebImage
 
 /// Makes thumbnails through the SDK and encodes them in the negotiated format.

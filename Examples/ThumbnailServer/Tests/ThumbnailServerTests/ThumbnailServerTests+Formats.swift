@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import Testing
+import ThumbnailQuery
 import WebImage
 
 @testable import ThumbnailServerApp
@@ -91,6 +92,34 @@ extension ThumbnailServerTests {
             let serializer = try #require(renderer.context(for: request, encoding: encoding).cacheSerializer)
             let data = try #require(serializer.cacheData(for: image, originalData: nil, imageURL: request.source))
             #expect(ImageFormat.detect(data) == format, "\(encoding)")
+        }
+    }
+
+    /// Every malformed query is refused with a message naming what is wrong (the server answers 400 with it), and
+    /// no query or configuration traps: the parser `fuzz-thumbnail-query` runs on arbitrary input.
+    @Test(arguments: [
+        (["w": "10"], "url"),
+        (["url": "ftp://h/a.gif", "w": "10"], "url"),
+        (["url": "http:///a.gif", "w": "10"], "url"),
+        (["url": "/a.gif", "w": "10"], "url"),
+        (["url": "http://h/a.gif"], "give w"),
+        (["url": "http://h/a.gif", "w": "0"], "w must"),
+        (["url": "http://h/a.gif", "w": "-3"], "w must"),
+        (["url": "http://h/a.gif", "h": "99999999999999999999999"], "h must"),
+        (["url": "http://h/a.gif", "w": "10", "h": "ten"], "h must"),
+        (["url": "http://h/a.gif", "w": "10", "fit": "stretch"], "fit must"),
+    ])
+    func malformedQueriesAreRefusedByName(query: [String: String], says expected: String) {
+        #expect {
+            _ = try ThumbnailRequest(query: query, maxSide: 100)
+        } throws: { error in
+            (error as? ThumbnailRequest.Invalid)?.message.hasPrefix(expected) == true
+        }
+    }
+
+    @Test func aServerThatAllowsNoSizeRefusesEverySizeInsteadOfTrapping() {
+        #expect(throws: ThumbnailRequest.Invalid.self) {
+            _ = try ThumbnailRequest(query: ["url": "http://h/a.gif", "w": "1"], maxSide: 0)
         }
     }
 

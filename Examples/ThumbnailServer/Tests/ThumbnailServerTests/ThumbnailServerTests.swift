@@ -3,6 +3,7 @@ import Hummingbird
 import HummingbirdTesting
 import Synchronization
 import Testing
+import ThumbnailQuery
 import WebImage
 
 @testable import ThumbnailServerApp

@@ -4,7 +4,7 @@ import Foundation
 ///
 /// An entry without `://` is a host and matches any scheme and port; an entry with it is an origin and must
 /// match scheme, host and port exactly (default ports filled in). Hosts compare case-insensitively.
-struct OriginAllowlist: Sendable {
+public struct OriginAllowlist: Sendable {
     private struct Origin: Hashable {
         let scheme: String
         let host: String
@@ -14,7 +14,9 @@ struct OriginAllowlist: Sendable {
     private let hosts: Set<String>
     private let origins: Set<Origin>
 
-    init(_ entries: [String]) {
+    /// Creates an allowlist from host names (`images.example.com`) and origins (`https://cdn.example.com:8443`);
+    /// entries that are neither are ignored.
+    public init(_ entries: [String]) {
         var hosts: Set<String> = []
         var origins: Set<Origin> = []
         for entry in entries where !entry.isEmpty {
@@ -28,7 +30,8 @@ struct OriginAllowlist: Sendable {
         self.origins = origins
     }
 
-    func allows(_ url: URL) -> Bool {
+    /// True when `url` is http(s) and its host, or its scheme, host and port, are listed.
+    public func allows(_ url: URL) -> Bool {
         guard let origin = Self.origin(of: url) else { return false }
         return hosts.contains(origin.host) || origins.contains(origin)
     }

@@ -1,10 +1,10 @@
 import Foundation
-import WebImage
+import ImageCore
 
 /// Picks the thumbnail's format from the client's `Accept` header.
-enum ContentNegotiation {
+public enum ContentNegotiation {
     /// The thumbnail formats the server answers with, best first.
-    enum Encoding: String, Sendable, CaseIterable {
+    public enum Encoding: String, Sendable, CaseIterable {
         /// AVIF, for clients that list `image/avif` (current browsers): the smallest files.
         case avif
         /// WebP, for clients that list `image/webp`.
@@ -13,7 +13,7 @@ enum ContentNegotiation {
         case jpegOrPNG = "jpeg-png"
 
         /// The format for `image`.
-        func format(for image: Image) -> ImageFormat {
+        public func format(for image: Image) -> ImageFormat {
             switch self {
             case .avif: .avif
             case .webp: .webp
@@ -24,18 +24,18 @@ enum ContentNegotiation {
 
     /// The best encoding the client accepts: AVIF when `accept` lists `image/avif` with a non-zero quality and
     /// `canEncodeAVIF`, else WebP likewise, else JPEG/PNG.
-    static func encoding(accept: String?, canEncodeAVIF: Bool) -> Encoding {
+    public static func encoding(accept: String?, canEncodeAVIF: Bool) -> Encoding {
         if canEncodeAVIF, accepts("image/avif", in: accept) { return .avif }
         return accepts("image/webp", in: accept) ? .webp : .jpegOrPNG
     }
 
     /// True when `accept` lists `image/webp` with a non-zero quality.
-    static func acceptsWebP(_ accept: String?) -> Bool { accepts("image/webp", in: accept) }
+    public static func acceptsWebP(_ accept: String?) -> Bool { accepts("image/webp", in: accept) }
 
     /// True when `accept` lists `mimeType` with a non-zero quality.
     ///
     /// Only an explicit type counts: `image/*` and `*/*` are sent by clients that cannot decode WebP or AVIF.
-    static func accepts(_ mimeType: String, in accept: String?) -> Bool {
+    public static func accepts(_ mimeType: String, in accept: String?) -> Bool {
         guard let accept else { return false }
         for range in accept.split(separator: ",") {
             let parts = range.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
@@ -47,7 +47,7 @@ enum ContentNegotiation {
     }
 
     /// True when `ifNoneMatch` (a comma-separated list, or `*`) contains `etag`, ignoring weak `W/` prefixes.
-    static func matches(ifNoneMatch: String?, etag: String) -> Bool {
+    public static func matches(ifNoneMatch: String?, etag: String) -> Bool {
         guard let ifNoneMatch else { return false }
         let strip = { (tag: Substring) in
             let trimmed = tag.trimmingCharacters(in: .whitespaces)
