@@ -61,6 +61,13 @@ let package = Package(
             ] + sdk("ImageCore", "HTTPLoader"),
             path: "Sources/HTTPProfile"
         ),
+        // Instruction counts of the hot paths under callgrind, SDK beside its baseline (run.sh step 7).
+        .executableTarget(
+            name: "HotPathCounts",
+            dependencies: ["BenchSupport", "CBaselines"]
+                + sdk("ImageCore", "MemoryCache", "DiskCache", "JPEGCoder", "ImageTransformers"),
+            path: "Sources/HotPathCounts"
+        ),
         .executableTarget(
             name: "CoreBenchmarks",
             dependencies: [benchmark, "BenchSupport", "BenchMetrics"]

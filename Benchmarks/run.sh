@@ -476,4 +476,7 @@ text = "\n".join(head + rows) + "\n"
 open(out_path, "w").write(text)
 print(text)
 PYEOF
+# Instruction counts of the hot paths (callgrind): steady where the timed rows above are not.
+log "instructions per operation (callgrind)"
+"$HERE/instructions.sh" "$HERE/RESULTS.md" >&2 || echo "instructions.sh failed: no instruction table this run" >&2
 log "done"

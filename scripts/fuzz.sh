@@ -69,6 +69,10 @@ run_one() {
     local target=$1
     local seeddir="$work/corpus/$target" artifacts="$work/artifacts/$target/"
     mkdir -p "$seeddir" "$artifacts"
+    if [ ! -x "$bin/fuzz-$target" ]; then
+        echo "fuzz $target: not built ($bin/fuzz-$target missing; run without FUZZ_SKIP_BUILD=1)"
+        return 3
+    fi
     # Hand-written seeds for the text parsers live in Fuzz/Seeds/<target>/.
     if [ -d "Fuzz/Seeds/$target" ]; then cp -n Fuzz/Seeds/"$target"/* "$seeddir/"; fi
     if [ -d "$corpus" ]; then
@@ -102,5 +106,5 @@ for target in "${targets[@]}"; do
     fi
 done
 for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
-[ "$failed" -eq 0 ] || { echo "fuzz.sh: a target found a crash; see $work/<target>.log and $work/artifacts/" >&2; exit 1; }
+[ "$failed" -eq 0 ] || { echo "fuzz.sh: a target failed (a crash, or not built); see the lines above, $work/<target>.log and $work/artifacts/" >&2; exit 1; }
 echo "fuzz.sh: no crash"
