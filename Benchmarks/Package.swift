@@ -52,13 +52,14 @@ let package = Package(
             dependencies: ["BenchSupport", "CBaselines", "CAVIFBaseline"],
             path: "Sources/ExportInputs"
         ),
-        // Profiling driver: HTTPLoader or bare AsyncHTTPClient against a server, for callgrind / perf.
+        // Profiling driver: the whole path and each raw stage against a server, for perf / callgrind (profile.sh).
         .executableTarget(
             name: "HTTPProfile",
             dependencies: [
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
-            ] + sdk("ImageCore", "HTTPLoader"),
+                "CBaselines",
+            ] + sdk("ImageCore", "HTTPLoader", "DiskCache", "MemoryCache", "JPEGCoder"),
             path: "Sources/HTTPProfile"
         ),
         // Instruction counts of the hot paths under callgrind, SDK beside its baseline (run.sh step 7).

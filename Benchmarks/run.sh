@@ -23,6 +23,8 @@ LOAD_START="$(cut -d' ' -f1-3 /proc/loadavg)"
 WORK="$(mktemp -d /tmp/webimage-bench.XXXXXX)"
 chmod 755 "$WORK" # nginx workers run as nobody and must read the served files
 RESULTS_DIR="$HERE/.build/bench-results"
+# shellcheck source=lib/nginx.sh
+source "$HERE/lib/nginx.sh"
 NGINX_PID=""
 REDIS_PID=""
 
@@ -84,44 +86,7 @@ vips black "$INPUTS/tiny.v" 16 16 --bands 4
 
 # ---------------------------------------------------------------------------------------------------------------
 log "4/7 nginx on 127.0.0.1"
-PORT=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
-mkdir -p "$WORK/nginx/logs" "$WORK/nginx/tmp"
-cat >"$WORK/nginx/nginx.conf" <<EOF
-worker_processes auto;
-pid $WORK/nginx/nginx.pid;
-error_log $WORK/nginx/logs/error.log warn;
-daemon off;
-events { worker_connections 1024; }
-http {
-    default_type image/jpeg;
-    access_log off;
-    sendfile on;
-    tcp_nopush on;
-    keepalive_requests 1000000;
-    keepalive_timeout 120s;
-    client_body_temp_path $WORK/nginx/tmp;
-    proxy_temp_path $WORK/nginx/tmp;
-    fastcgi_temp_path $WORK/nginx/tmp;
-    uwsgi_temp_path $WORK/nginx/tmp;
-    scgi_temp_path $WORK/nginx/tmp;
-    types { image/jpeg jpg; }
-    server {
-        listen 127.0.0.1:$PORT;
-        root $INPUTS/http;
-    }
-}
-EOF
-"$NGINX_BIN" -p "$WORK/nginx" -c "$WORK/nginx/nginx.conf" &
-NGINX_PID=$!
-for _ in $(seq 50); do
-    curl -fs -o /dev/null "http://127.0.0.1:$PORT/small/0000.jpg" 2>/dev/null && break
-    sleep 0.1
-done
-curl -fsS -o /dev/null "http://127.0.0.1:$PORT/photo/199.jpg" || {
-    echo "nginx did not serve the inputs:" >&2
-    cat "$WORK/nginx/logs/error.log" >&2
-    exit 1
-}
+start_nginx "$INPUTS/http" "$WORK/nginx" "$NGINX_BIN"
 export WEBIMAGE_BENCH_HTTP_BASE="http://127.0.0.1:$PORT/"
 # Redis for RedisBenchmarks (issue 11): a throwaway server, nothing saved.
 REDIS_PORT=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')

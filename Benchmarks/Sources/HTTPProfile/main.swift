@@ -1,21 +1,32 @@
 import AsyncHTTPClient
+import CBaselines
+import DiskCache
 import Dispatch
 import Foundation
 import HTTPLoader
 import ImageCore
+import JPEGCoder
+import MemoryCache
 import NIOCore
 import Synchronization
 
-// A driver for profiling what HTTPLoader adds on top of AsyncHTTPClient (callgrind or perf), outside the
-// benchmark harness: `HTTPProfile <loader|bare> <base URL> <set: small|photo|large> <rounds> [concurrency]`.
-// It fetches the set `rounds` times (after one warm-up round) and prints requests, bytes and process CPU time.
+// A driver for profiling the whole path and each of its stages outside the benchmark harness (callgrind or
+// perf): `HTTPProfile <mode> <base URL> <set: small|photo|large> <rounds> [concurrency]`. It runs the set `rounds`
+// times (after one warm-up round) and prints images, bytes and process CPU time per image. Modes:
+//   bare     AsyncHTTPClient `execute`, bytes only (the fetch stage's raw cost)
+//   loader   HTTPLoader, bytes only
+//   manager  ImageManager: fetch, decode, memory + disk store (a cold MemoryCache + DiskCache each round)
+//   decode   raw TurboJPEG decode of the same bodies (fetched once), on as many threads as cores
+//   store    raw write+rename of the same bodies into a fresh directory, as many writers as cores
 //
 //   valgrind --tool=callgrind --callgrind-out-file=loader.out .build/release/HTTPProfile loader http://… small 2
+//   Benchmarks/profile.sh   (the per-stage table and the whole-path flame graph)
 
 let arguments = CommandLine.arguments
 guard arguments.count >= 5, let base = URL(string: arguments[2]), let rounds = Int(arguments[4]) else {
     FileHandle.standardError.write(
-        Data("usage: HTTPProfile <loader|bare> <base URL> <small|photo|large> <rounds> [c]\n".utf8))
+        Data("usage: HTTPProfile <bare|loader|manager|decode|store> <base URL> <small|photo|large> <rounds> [c]\n".utf8)
+    )
     exit(64)
 }
 let mode = arguments[1]
@@ -71,21 +82,104 @@ var clientConfiguration = HTTPClient.Configuration(
 clientConfiguration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = max(8, concurrency)
 let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
 
-func round() -> Batch {
-    let batch = Batch(urls.count)
-    if mode == "bare" {
-        let next = Atomic<Int>(0)
-        @Sendable func startNext() {
-            let index = next.add(1, ordering: .relaxed).oldValue
-            guard index < urls.count else { return }
-            let request = try! HTTPClient.Request(url: urls[index])
+let cores = ProcessInfo.processInfo.activeProcessorCount
+/// The bodies of the set, fetched by the warm-up round of the `decode` and `store` modes.
+let bodies = Mutex<[Data]>([])
+
+/// Runs `count` jobs on as many threads as cores (thread `t` takes jobs `t, t + cores, …`).
+func onCores(_ count: Int, _ body: @Sendable (Int) -> Void) {
+    DispatchQueue.concurrentPerform(iterations: cores) { thread in
+        var index = thread
+        while index < count {
+            body(index)
+            index += cores
+        }
+    }
+}
+
+func fetchBare(_ batch: Batch, keep: Bool) {
+    let next = Atomic<Int>(0)
+    @Sendable func startNext() {
+        let index = next.add(1, ordering: .relaxed).oldValue
+        guard index < urls.count else { return }
+        let request = try! HTTPClient.Request(url: urls[index])
+        if keep {
+            client.execute(request: request).whenComplete { result in
+                let body = (try? result.get()).flatMap { $0.body }.map { Data($0.readableBytesView) }
+                if let body { bodies.withLock { $0.append(body) } }
+                batch.finish(body?.count)
+                startNext()
+            }
+        } else {
             client.execute(request: request, delegate: BodyCollector()).futureResult.whenComplete { result in
                 batch.finish(try? result.get())
                 startNext()
             }
         }
-        for _ in 0..<min(concurrency, urls.count) { startNext() }
-    } else {
+    }
+    for _ in 0..<min(concurrency, urls.count) { startNext() }
+}
+
+/// Where the store and manager modes write: a fresh folder per round under HTTPPROFILE_DIR when set (kept: the
+/// caller removes it after every mode has run, because ext4 makes a file created soon after many deletions dearer,
+/// which would charge one mode for another's clean-up), else under the temporary directory, removed after the round.
+let keptFilesRoot = ProcessInfo.processInfo.environment["HTTPPROFILE_DIR"].map { URL(fileURLWithPath: $0) }
+func freshDirectory() -> URL {
+    (keptFilesRoot ?? FileManager.default.temporaryDirectory).appendingPathComponent("webimage-profile-\(UUID())")
+}
+func discard(_ directory: URL) {
+    if keptFilesRoot == nil { try? FileManager.default.removeItem(at: directory) }
+}
+
+func round(warmUp: Bool) -> Batch {
+    let batch = Batch(urls.count)
+    switch mode {
+    case "bare":
+        fetchBare(batch, keep: false)
+    case "decode" where warmUp, "store" where warmUp:
+        fetchBare(batch, keep: true)
+    case "decode":
+        let bodies = bodies.withLock { $0 }
+        onCores(bodies.count) { index in
+            var checksum: UInt32 = 0
+            let status = bodies[index].withUnsafeBytes { bytes in
+                cb_jpeg_decode_fresh(bytes.bindMemory(to: UInt8.self).baseAddress, bytes.count, 3, 0, &checksum)
+            }
+            batch.finish(status == 0 ? bodies[index].count : nil)
+        }
+    case "store":
+        let bodies = bodies.withLock { $0 }
+        let directory = freshDirectory()
+        try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        onCores(bodies.count) { index in
+            let status = bodies[index].withUnsafeBytes { bytes in
+                cb_write_rename(
+                    directory.path, "entry-\(index)", bytes.bindMemory(to: UInt8.self).baseAddress, bytes.count)
+            }
+            batch.finish(status == 0 ? bodies[index].count : nil)
+        }
+        discard(directory)
+    case "manager":
+        // A cold two-level cache per round, as the HTTP benchmark's manager row; the loader and its connections
+        // are kept.
+        let directory = freshDirectory()
+        let disk = DiskCache(
+            configuration: DiskCacheConfiguration(
+                directory: directory, maxDiskAge: nil, maxDiskSize: 0, sweepInterval: nil))
+        let manager = ImageManager(cache: CachesManager([MemoryCache(), disk]), loader: loader)
+        for url in urls {
+            manager.loadImage(with: url, options: [.waitStoreCache]) { result in
+                switch result {
+                case .success(let value) where !value.isFinal: return
+                case .success(let value): batch.finish(value.data?.count ?? 0)
+                case .failure: batch.finish(nil)
+                }
+            }
+        }
+        batch.done.wait()
+        discard(directory)
+        return batch
+    default:
         for url in urls {
             _ = loader.requestImage(with: url, options: [], context: ImageContext(), progress: nil) { result in
                 batch.finish(try? result.get().data.count)
@@ -96,17 +190,26 @@ func round() -> Batch {
     return batch
 }
 
-_ = round()  // warm-up: connections, lazy statics
+guard ["bare", "loader", "manager", "decode", "store"].contains(mode) else {
+    FileHandle.standardError.write(Data("HTTPProfile: unknown mode \(mode)\n".utf8))
+    exit(64)
+}
+if mode == "manager" { CodersManager.shared.addCoder(JPEGCoder.shared) }
+let warmUp = round(warmUp: true)  // connections, lazy statics; the bodies for decode and store
+if warmUp.failures.load(ordering: .relaxed) > 0 {
+    FileHandle.standardError.write(Data("HTTPProfile: the warm-up round failed\n".utf8))
+    exit(1)
+}
 let cpu = cpuNow()
 var bytes = 0
 var failures = 0
 for _ in 0..<rounds {
-    let batch = round()
+    let batch = round(warmUp: false)
     bytes += batch.bytes.load(ordering: .relaxed)
     failures += batch.failures.load(ordering: .relaxed)
 }
 let elapsed = cpuNow() - cpu
 let requests = rounds * urls.count
-print("\(mode): \(requests) requests, \(bytes) bytes, \(failures) failures, CPU \(elapsed / requests) ns/request")
+print("\(mode): \(requests) images, \(bytes) bytes, \(failures) failures, CPU \(elapsed / requests) ns/image")
 try await loader.shutdown()
 try await client.shutdown().get()
