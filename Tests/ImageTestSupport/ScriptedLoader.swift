@@ -101,15 +101,19 @@ public final class ScriptedLoader: ImageLoader, Sendable {
         hook.fire(.download)
         let operation = CancellableOperation()
         let request = Request(url: url, options: options, context: context, operation: operation)
-        let answered = Locked(false)
+        // The completion is dropped once called: `requests` keeps every operation (and so its cancel handler) for
+        // the test to inspect, and a handler still holding the manager's completion would keep the manager alive.
+        let pending = Locked<(@Sendable (Result<LoadedImageData, ImageError>) -> Void)?>(completion)
         let complete: @Sendable (Result<LoadedImageData, ImageError>) -> Void = { result in
-            let first = answered.withLock { done -> Bool in
-                defer { done = true }
-                return !done
+            let first = pending.withLock { pending in
+                defer { pending = nil }
+                return pending
             }
-            if first { completion(result) }
+            first?(result)
         }
-        operation.onCancel { self.queue.async { complete(.failure(.cancelled(stage: .download))) } }
+        // Not `self.queue`: `requests` keeps the operation, and its handler must not keep the loader.
+        let queue = self.queue
+        operation.onCancel { queue.async { complete(.failure(.cancelled(stage: .download))) } }
         let reply = state.withLock { $0.script[url.absoluteString] ?? $0.defaultReply }
         let answer: @Sendable () -> Void = {
             self.queue.asyncAfter(deadline: .now() + self.delay) {
