@@ -43,10 +43,14 @@ export HTTPPROFILE_DIR="$WORK/files"
 mkdir -p "$HTTPPROFILE_DIR"
 LOAD_START="$(cut -d' ' -f1-3 /proc/loadavg)"
 
-# set rounds → "mode ns-per-image" lines; modes interleaved over three passes, the median kept per mode.
+# set rounds → "mode pass ns-per-image failures" lines; modes interleaved over PASSES passes. The report keeps the
+# median per mode, and the SDK ÷ sum ratio of each pass (its modes ran back to back, so they saw the same file
+# system: on ext4 a file created soon after many deletions costs several times more, which moves the store stage
+# and the whole path together from one pass to the next).
+PASSES=${PROFILE_PASSES:-5}
 measure() {
     local set=$1 rounds=$2
-    for pass in 1 2 3; do
+    for pass in $(seq "$PASSES"); do
         for mode in bare decode store manager; do
             "$BIN/HTTPProfile" "$mode" "$BASE" "$set" "$rounds" "$CONCURRENCY" |
                 awk -v m="$mode" -v p="$pass" '/ns\/image/ { for (i = 1; i <= NF; i++) if ($i == "failures,") f = $(i-1);
@@ -75,18 +79,21 @@ profile photo 5 "200 photos × 5"
 profile small 3 "1,000 small JPEGs × 3"
 LOAD_END="$(cut -d' ' -f1-3 /proc/loadavg)"
 
-/usr/bin/python3 - "$WORK" "$HERE/PROFILE.md" "$LOAD_START" "$LOAD_END" "$CONCURRENCY" <<'PYEOF'
+/usr/bin/python3 - "$WORK" "$HERE/PROFILE.md" "$LOAD_START" "$LOAD_END" "$CONCURRENCY" "$PASSES" <<'PYEOF'
 import json, statistics, sys, datetime
-work, out, load_start, load_end, concurrency = sys.argv[1:6]
+work, out, load_start, load_end, concurrency, passes = sys.argv[1:7]
 
-def medians(path):
-    runs = {}
+def read(path):
+    """→ (median per mode, SDK ÷ sum of each pass)."""
+    runs, by_pass = {}, {}
     for line in open(path):
-        mode, _, ns, failures = line.split()
+        mode, pass_number, ns, failures = line.split()
         if int(failures) != 0:
             sys.exit(f"profile.sh: {mode} had {failures} failed images")
         runs.setdefault(mode, []).append(int(ns))
-    return {mode: statistics.median(values) for mode, values in runs.items()}
+        by_pass.setdefault(pass_number, {})[mode] = int(ns)
+    ratios = sorted(p["manager"] / (p["bare"] + p["decode"] + p["store"]) for p in by_pass.values())
+    return {mode: statistics.median(values) for mode, values in runs.items()}, ratios
 
 def us(ns): return f"{ns / 1000:,.1f} µs"
 
@@ -95,19 +102,20 @@ lines = [
     "",
     f"Run {datetime.datetime.now():%Y-%m-%d %H:%M} by `Benchmarks/profile.sh` on this machine (load average "
     f"{load_start} at the start, {load_end} at the end). CPU time of the process (all threads, kernel included) "
-    f"per image, median of three passes, c={concurrency}, against a local nginx. The path's limit is the sum of "
+    f"per image, median of {passes} passes, c={concurrency}, against a local nginx. The path's limit is the sum of "
     "the raw stage costs; the whole path is `ImageManager.loadImage` with HTTPLoader, the JPEG coder and a cold "
     "MemoryCache + DiskCache, so each load fetches, decodes and stores (goal: ≤ 1.3× the sum).",
     "",
     "| images | fetch: bare AsyncHTTPClient | decode: raw TurboJPEG | store: raw write+rename | sum of stages | "
-    "whole path (SDK) | SDK ÷ sum |",
-    "|---|---|---|---|---|---|---|",
+    "whole path (SDK) | SDK ÷ sum | SDK ÷ sum per pass |",
+    "|---|---|---|---|---|---|---|---|",
 ]
 for label, name in [("200 camera-like photos, 640×480 to 1,280×960, 13–231 KB (median 71 KB)", "photo"), ("1,000 small JPEGs (128 px)", "small")]:
-    m = medians(f"{work}/{name}.txt")
+    m, ratios = read(f"{work}/{name}.txt")
     total = m["bare"] + m["decode"] + m["store"]
     lines.append(f"| {label} | {us(m['bare'])} | {us(m['decode'])} | {us(m['store'])} | {us(total)} | "
-                 f"{us(m['manager'])} | {m['manager'] / total:.2f}× |")
+                 f"{us(m['manager'])} | {m['manager'] / total:.2f}× | "
+                 f"{', '.join(f'{r:.2f}×' for r in ratios)} (median {statistics.median(ratios):.2f}×) |")
 lines.append("")
 for name, label in [("photo", "the photo set"), ("small", "the small set")]:
     split = json.load(open(f"{work}/split-{name}.json"))
@@ -123,6 +131,10 @@ lines += [
     "ext4: store; NIO, AsyncHTTPClient, HTTPLoader or the network stack: fetch); bookkeeping is the rest: the "
     "manager, the memory cache, the Swift runtime and malloc outside those stages. The graphs are drawn as icicles "
     "(callers above callees); open them in a browser to hover over a frame.",
+    "",
+    "The store stage moves most between runs: ext4 allocates inodes slowly for a while after many files were "
+    "deleted (the previous run's clean-up), so read the per-pass ratios, where each pass's stages and whole path "
+    "ran back to back, beside the medians.",
     "",
 ]
 open(out, "w").write("\n".join(lines))

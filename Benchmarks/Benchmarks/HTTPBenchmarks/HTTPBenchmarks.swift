@@ -120,6 +120,9 @@ func runBare(_ urls: [URL], client: HTTPClient, concurrency: Int, counter: Batch
     for _ in 0..<min(concurrency, urls.count) { startNext() }
 }
 
+/// Cache folders of the manager rows' iterations, removed when the benchmark ends.
+let usedCacheDirectories = Mutex<[URL]>([])
+
 func temporaryCacheDirectory() -> URL {
     FileManager.default.temporaryDirectory.appendingPathComponent(
         "webimage-bench-http-\(getpid())-\(UUID().uuidString)", isDirectory: true)
@@ -249,9 +252,16 @@ let benchmarks: @Sendable () -> Void = {
                 if stored != urls.count {
                     benchmark.error("disk cache holds \(stored) entries, expected \(urls.count)")
                 }
-                try? FileManager.default.removeItem(at: directory)
+                // Removed in teardown, not here: ext4 makes files created soon after many deletions dearer, and
+                // the Python baseline deletes nothing while it runs either.
+                usedCacheDirectories.withLock { $0.append(directory) }
             } setup: {
                 CodersManager.shared.addCoder(JPEGCoder.shared)
+            } teardown: {
+                for directory in usedCacheDirectories.withLock({ $0 }) {
+                    try? FileManager.default.removeItem(at: directory)
+                }
+                usedCacheDirectories.withLock { $0.removeAll() }
             }
         }
     }
