@@ -2,7 +2,7 @@
 # Runs every WebImage benchmark and its baselines in one go and prints one Markdown table of ratios
 # (SDK / baseline, with the absolute numbers) to stdout and to Benchmarks/RESULTS.md.
 #
-#   Benchmarks/run.sh            everything (about 20 minutes on 2 cores once the package is built), then
+#   Benchmarks/run.sh            everything (about 11 minutes on 2 cores once the package is built, measured 2026-11-24), then
 #                                instructions.sh (RESULTS.md's last table) and profile.sh (PROFILE.md, flame graphs)
 #   Benchmarks/run.sh --quick    fewer iterations for the external baselines, 10,000-entry sweep
 #
@@ -469,7 +469,7 @@ append_profile_table() {
         echo ""
         echo "## The whole path per image beside the sum of its raw stages (profile.sh; goal ≤ 1.3×)"
         echo ""
-        sed -n '3p' "$HERE/PROFILE.md"
+        grep -m1 '^Run ' "$HERE/PROFILE.md"
         echo ""
         sed -n '/^| images/,/^$/p' "$HERE/PROFILE.md"
         echo "Flame graphs and the split by stage: [PROFILE.md](PROFILE.md)."

@@ -258,10 +258,11 @@ let benchmarks: @Sendable () -> Void = {
             } setup: {
                 CodersManager.shared.addCoder(JPEGCoder.shared)
             } teardown: {
-                for directory in usedCacheDirectories.withLock({ $0 }) {
-                    try? FileManager.default.removeItem(at: directory)
+                let directories = usedCacheDirectories.withLock { directories in
+                    defer { directories.removeAll() }
+                    return directories
                 }
-                usedCacheDirectories.withLock { $0.removeAll() }
+                for directory in directories { try? FileManager.default.removeItem(at: directory) }
             }
         }
     }
