@@ -176,12 +176,34 @@ let package = Package(
 // The AddressSanitizer step of scripts/test.sh runs the coder suites only. WEBIMAGE_CODERS_ONLY=1 leaves out every
 // target those suites don't need (everything on NIO, BoringSSL, AsyncHTTPClient or swift-crypto), so that step
 // compiles the code that talks to the C libraries and nothing else: a third of CI's time otherwise.
+// WEBIMAGE_TARGETS="ImageCoreTests DiskCacheTests" does the same for any list of targets (a developer working on
+// one module): the package keeps those targets and what they depend on, so `swift test` links only their suites.
+var keptTargets: Set<String>? = nil
 if Context.environment["WEBIMAGE_CODERS_ONLY"] == "1" {
-    let kept: Set<String> = [
-        "ImageCore", "CPNG", "CJPEG", "CPNGShim", "CWebP", "CGIF", "CAVIF", "PNGCoder", "JPEGCoder", "WebPCoder",
-        "GIFCoder", "AVIFCoder", "ImageTransformers", "ImageTestSupport", "PNGCoderTests", "JPEGCoderTests",
-        "WebPCoderTests", "GIFCoderTests", "AVIFCoderTests", "CoderConformanceTests",
+    keptTargets = [
+        "PNGCoderTests", "JPEGCoderTests", "WebPCoderTests", "GIFCoderTests", "AVIFCoderTests",
+        "CoderConformanceTests", "ImageTransformers",
     ]
+}
+if let list = Context.environment["WEBIMAGE_TARGETS"], !list.isEmpty {
+    keptTargets = Set(list.split(whereSeparator: { $0 == " " || $0 == "," }).map(String.init))
+}
+if var kept = keptTargets {
+    // The closure of the named targets over their in-package dependencies.
+    let byName = Dictionary(uniqueKeysWithValues: package.targets.map { ($0.name, $0) })
+    var pending = Array(kept)
+    while let name = pending.popLast() {
+        for dependency in byName[name]?.dependencies ?? [] {
+            let next: String
+            switch dependency {
+            case .targetItem(let name, _), .byNameItem(let name, _): next = name
+            default: continue
+            }
+            if byName[next] != nil, kept.insert(next).inserted { pending.append(next) }
+        }
+    }
     package.targets.removeAll { !kept.contains($0.name) }
-    package.products.removeAll { !kept.contains($0.name) }
+    // Products are named after their target, but for the two executables.
+    let productTarget = ["webimage-demo": "WebImageDemo", "image-soak": "ImageSoak"]
+    package.products.removeAll { !kept.contains(productTarget[$0.name] ?? $0.name) }
 }
