@@ -24,6 +24,8 @@ extension ImageManager {
         if plan.options.contains(.handleCookies) { keyParts.append("cookies") }
         if plan.options.contains(.allowInvalidSSLCertificates) { keyParts.append("insecure") }
         if let partition = plan.partitionKey { keyParts.append("partition:\(partition)") }
+        let transferKey = plan.loader.transferKey(for: url, options: plan.options, context: plan.context)
+        if !transferKey.isEmpty { keyParts.append("transfer:\(transferKey)") }
         if let cached {
             context.loaderCachedImage = cached.image
             context.loaderCachedMetadata = cached.metadata

@@ -30,6 +30,13 @@ public protocol ImageLoader: Sendable {
     /// names a ``ImageContextOption/cachePartitionKey``. A request modifier in the context makes a load private
     /// whatever this returns. Called on the thread that starts the load; must be fast. Default: false.
     func requestCarriesCredentials(for url: URL, options: ImageOptions, context: ImageContext) -> Bool
+    /// What in `options` and `context` changes the transfer this loader would make for `url` — a deadline, a
+    /// header, a client setting — as a string; loads whose strings differ never share a download.
+    ///
+    /// The manager appends it to the key of the download it shares between identical loads, so a load with a
+    /// 1-second deadline never waits on (or cuts short) a load with the default one. Called on the thread that
+    /// starts the load; must be fast. Default: "" (nothing in the context changes this loader's transfer).
+    func transferKey(for url: URL, options: ImageOptions, context: ImageContext) -> String
 }
 
 extension ImageLoader {
@@ -38,6 +45,9 @@ extension ImageLoader {
     public func shouldBlockFailedURL(_ url: URL, error: ImageError) -> Bool {
         ImageLoaderPolicy.isPermanentFailure(error)
     }
+
+    /// Default: nothing in the context changes the transfer.
+    public func transferKey(for url: URL, options: ImageOptions, context: ImageContext) -> String { "" }
 
     /// Default: the loader adds no credentials of its own.
     public func requestCarriesCredentials(for url: URL, options: ImageOptions, context: ImageContext) -> Bool {

@@ -70,6 +70,11 @@ public final class LoadersManager: ImageLoader, Sendable {
     }
 
     /// Asks the loader that handles `url`.
+    public func transferKey(for url: URL, options: ImageOptions, context: ImageContext) -> String {
+        loader(for: url)?.transferKey(for: url, options: options, context: context) ?? ""
+    }
+
+    /// Asks the loader that handles `url`.
     public func shouldBlockFailedURL(_ url: URL, error: ImageError) -> Bool {
         loader(for: url)?.shouldBlockFailedURL(url, error: error) ?? ImageLoaderPolicy.isPermanentFailure(error)
     }
