@@ -1,52 +1,59 @@
 import Foundation
+import ImageCore
 import ThumbnailQuery
 
 /// libFuzzer entry point for what ThumbnailServer reads from a request.
 ///
-/// The input (UTF-8, invalid bytes replaced) is split at newlines into the query (`key=value` pairs separated by
-/// `&`, as the server sees them after percent-decoding: first value wins), an `Accept` value, an `If-None-Match`
-/// value and allowlist entries. Parsing must return or throw `ThumbnailRequest.Invalid`, and what it accepts must
-/// hold the promises the server relies on: an http(s) URL with a host, both sides in `1...maxSide`.
+/// The input (UTF-8, invalid bytes replaced) is split at newlines into a raw query string, an `Accept` value, an
+/// `If-None-Match` value and allowlist entries. Parsing must return or throw its typed error, and what it accepts
+/// must hold the promises the server relies on: a source that re-parses to itself, an http(s) scheme, a host that
+/// an allowlist naming it admits, a box within the limits; an address that prints and parses back to itself.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ bytes: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
     let text = String(decoding: UnsafeBufferPointer(start: bytes, count: bytes == nil ? 0 : count), as: UTF8.self)
     let lines = text.split(separator: "\n", maxSplits: 3, omittingEmptySubsequences: false).map(String.init)
     let field = { (index: Int) -> String? in index < lines.count ? lines[index] : nil }
 
-    var query: [String: String] = [:]
-    for pair in (field(0) ?? "").split(separator: "&") {
-        let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-        let key = String(parts[0])
-        if query[key] == nil { query[key] = parts.count > 1 ? String(parts[1]) : "" }
-    }
-    let maxSide = 2048
+    let limits = OptionsParser.Limits(maxSide: 2048)
+    let parser = OptionsParser(limits: limits)
     do {
-        let request = try ThumbnailRequest(query: query, maxSide: maxSide)
-        let scheme = request.source.scheme?.lowercased()
-        guard scheme == "http" || scheme == "https", let host = request.source.host, !host.isEmpty else {
-            fatalError("accepted a source that is not an absolute http(s) URL: \(request.source)")
+        let options = try parser.parse(try QueryString.pairs(field(0) ?? ""))
+        let source = options.source
+        guard source.scheme == "http" || source.scheme == "https", !source.host.isEmpty else {
+            fatalError("accepted a source that is not an absolute http(s) URL: \(source)")
         }
-        guard (1...maxSide).contains(request.size.width), (1...maxSide).contains(request.size.height) else {
-            fatalError("accepted a size outside 1...\(maxSide): \(request.size)")
+        guard let again = try? SourceURL(source.canonical), again == source else {
+            fatalError("the canonical form \(source.canonical) does not parse back to itself")
         }
-        _ = request.fit.resizeMode
-        // An allowlist naming the source's host admits it.
-        guard OriginAllowlist([host.lowercased()]).allows(request.source) else {
-            fatalError("an allowlist of \(host) refused \(request.source)")
+        guard (1...limits.maxSide).contains(options.box.width), (1...limits.maxSide).contains(options.box.height) else {
+            fatalError("accepted a box outside 1...\(limits.maxSide): \(options.box)")
         }
-        let allowlist = OriginAllowlist((field(3) ?? "").split(separator: ",").map(String.init))
-        _ = allowlist.allows(request.source)
-    } catch {
+        _ = options.canonicalDescription
+        if source.literalAddress == nil {
+            guard let list = try? HostAllowlist([source.host]), list.allows(source) else {
+                fatalError("an allowlist of \(source.host) refused \(source)")
+            }
+        }
+        if let list = try? HostAllowlist((field(3) ?? "").split(separator: ",").map(String.init)) {
+            _ = list.allows(source)
+        }
+        if let address = source.literalAddress {
+            guard IPAddress(address.description) == address else { fatalError("\(address) does not round-trip") }
+            _ = AddressPolicy().refusal(for: address)
+        }
+    } catch let error as OptionsParser.Invalid {
         if error.message.isEmpty { fatalError("a refusal without a message") }
+    } catch {
+        // QueryString.Invalid: bad percent-encoding, refused as such.
     }
 
     let accept = field(1)
     _ = ContentNegotiation.encoding(accept: accept, canEncodeAVIF: true)
     _ = ContentNegotiation.encoding(accept: accept, canEncodeAVIF: false)
     let etag = field(2) ?? ""
-    _ = ContentNegotiation.matches(ifNoneMatch: etag, etag: "\"abc\"")
+    _ = ConditionalRequest.isNotModified(ifNoneMatch: etag, ifModifiedSince: accept, etag: "\"abc\"", lastModified: nil)
     if !etag.isEmpty, !etag.contains(","), etag.trimmingCharacters(in: .whitespaces) == etag,
-        !ContentNegotiation.matches(ifNoneMatch: etag, etag: etag)
+        !ConditionalRequest.matches(ifNoneMatch: etag, etag: etag)
     {
         fatalError("If-None-Match \(etag.debugDescription) does not match itself")
     }

@@ -122,32 +122,4 @@ enum External {
         daemon.stop()
         throw Failure("redis-server did not answer: \(daemon.output.suffix(500))")
     }
-
-    /// GETs `url` with the SDK's own HTTP loader; returns the body and the status (the loader fails non-2xx).
-    static func get(_ url: URL, loader: HTTPLoader, accept: String? = nil) async throws -> Data {
-        var context = ImageContext()
-        if let accept {
-            context.downloadRequestModifier = BlockRequestModifier { request in
-                var request = request
-                request[header: "Accept"] = accept
-                return request
-            }
-        }
-        let result: Result<LoadedImageData, ImageError> = await withCheckedContinuation { continuation in
-            _ = loader.requestImage(with: url, options: [], context: context, progress: nil) {
-                continuation.resume(returning: $0)
-            }
-        }
-        return try result.get().data
-    }
-
-    /// Waits until `url` answers.
-    static func waitUntilServing(_ url: URL, loader: HTTPLoader, daemon: Daemon) async throws {
-        for _ in 0..<600 {
-            if (try? await get(url, loader: loader)) != nil { return }
-            guard daemon.process.isRunning else { throw Failure("server exited: \(daemon.output.suffix(1500))") }
-            try await Task.sleep(nanoseconds: 50_000_000)
-        }
-        throw Failure("server at \(url) did not answer: \(daemon.output.suffix(1500))")
-    }
 }

@@ -3,16 +3,17 @@ import Foundation
 /// The HTML of `/`: every sample in each fit, as thumbnails this server makes; after the page's `load` event the
 /// body carries `data-images` (count) and `data-broken` (images with no pixels).
 enum GalleryPage {
-    static func html(origin: String, samples: [String]) -> String {
+    /// - Parameter link: the `/thumbnail` URL (path and query) for a query, signed when the server signs.
+    static func html(origin: String, samples: [String], link: (String) -> String) -> String {
         let fits = ["contain", "cover", "fill"]
         let rows = samples.sorted().map { name in
             let source = "\(origin)/samples/\(name)"
             let encoded = source.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? source
             let cells = fits.map { fit in
-                """
-                <figure><img src="/thumbnail?url=\(encoded)&amp;w=200&amp;h=200&amp;fit=\(fit)" \
-                alt="\(name), \(fit)"><figcaption>\(fit)</figcaption></figure>
-                """
+                let href = link("url=\(encoded)&w=200&h=200&fit=\(fit)").replacingOccurrences(of: "&", with: "&amp;")
+                return """
+                    <figure><img src="\(href)" alt="\(name), \(fit)"><figcaption>\(fit)</figcaption></figure>
+                    """
             }
             return "<section><h2><a href=\"/samples/\(name)\">\(name)</a></h2>\(cells.joined())</section>"
         }

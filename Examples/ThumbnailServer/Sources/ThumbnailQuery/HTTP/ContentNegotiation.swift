@@ -1,0 +1,96 @@
+import Foundation
+import ImageCore
+
+/// The format a thumbnail is encoded in, as far as it is known before the source is decoded.
+///
+/// Part of the result's cache key: the same source and request give the same bytes, so an encoding that still
+/// depends on the image (alpha, the source's format) is named by its rule, not by its outcome.
+public enum OutputEncoding: Hashable, Sendable, CustomStringConvertible {
+    /// Always this format.
+    case format(ImageFormat)
+    /// PNG for images with alpha, JPEG for the rest: what every client takes.
+    case jpegOrPNG
+    /// The source's own format when the server encodes it, else ``jpegOrPNG``.
+    case source
+
+    /// The format for `image`, decoded from a source in `sourceFormat`.
+    public func format(for image: Image, sourceFormat: ImageFormat, canEncode: (ImageFormat) -> Bool) -> ImageFormat {
+        switch self {
+        case .format(let format): format
+        case .jpegOrPNG: image.pixels.layout.hasAlpha ? .png : .jpeg
+        case .source:
+            [.jpeg, .png, .webp, .avif, .gif].contains(sourceFormat) && canEncode(sourceFormat)
+                ? sourceFormat
+                : OutputEncoding.jpegOrPNG.format(for: image, sourceFormat: sourceFormat, canEncode: canEncode)
+        }
+    }
+
+    /// `avif`, `webp`, `jpeg-png`, `source`…, as in cache keys.
+    public var description: String {
+        switch self {
+        case .format(let format): format.rawValue
+        case .jpegOrPNG: "jpeg-png"
+        case .source: "source"
+        }
+    }
+}
+
+/// What a request's `format` parameter asks for.
+public enum FormatRequest: Hashable, Sendable {
+    /// By the client's `Accept` header: AVIF, then WebP, then JPEG/PNG (default; the response varies by Accept).
+    case auto
+    /// The source's format.
+    case source
+    /// One format: `jpeg` (`jpg`), `png`, `webp`, `avif` or `gif`.
+    case explicit(ImageFormat)
+
+    /// Reads a `format` value.
+    public init?(parameter: String) {
+        switch parameter.lowercased() {
+        case "auto", "": self = .auto
+        case "source", "original": self = .source
+        case "jpeg", "jpg": self = .explicit(.jpeg)
+        case "png": self = .explicit(.png)
+        case "webp": self = .explicit(.webp)
+        case "avif": self = .explicit(.avif)
+        case "gif": self = .explicit(.gif)
+        default: return nil
+        }
+    }
+
+    /// True when the response depends on `Accept` (`Vary: Accept`).
+    public var variesByAccept: Bool { self == .auto }
+
+    /// The encoding for a client that sent `accept`.
+    public func encoding(accept: String?, canEncodeAVIF: Bool) -> OutputEncoding {
+        switch self {
+        case .auto: ContentNegotiation.encoding(accept: accept, canEncodeAVIF: canEncodeAVIF)
+        case .source: .source
+        case .explicit(let format): .format(format)
+        }
+    }
+}
+
+/// Picks the thumbnail's format from the client's `Accept` header.
+public enum ContentNegotiation {
+    /// The best encoding the client accepts: AVIF when `accept` lists `image/avif` with a non-zero quality and
+    /// `canEncodeAVIF`, else WebP likewise, else JPEG/PNG.
+    public static func encoding(accept: String?, canEncodeAVIF: Bool) -> OutputEncoding {
+        if canEncodeAVIF, accepts("image/avif", in: accept) { return .format(.avif) }
+        return accepts("image/webp", in: accept) ? .format(.webp) : .jpegOrPNG
+    }
+
+    /// True when `accept` lists `mimeType` with a non-zero quality.
+    ///
+    /// Only an explicit type counts: `image/*` and `*/*` are sent by clients that cannot decode WebP or AVIF.
+    public static func accepts(_ mimeType: String, in accept: String?) -> Bool {
+        guard let accept else { return false }
+        for range in accept.split(separator: ",") {
+            let parts = range.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            guard parts.first == mimeType else { continue }
+            let quality = parts.dropFirst().first { $0.hasPrefix("q=") }.flatMap { Double($0.dropFirst(2)) } ?? 1
+            return quality > 0
+        }
+        return false
+    }
+}

@@ -1,0 +1,60 @@
+import Crypto
+import Foundation
+import ThumbnailQuery
+
+/// Cache keys and entity tags, built so that distinct inputs can't meet.
+///
+/// Every part is written as `<byte length>:<bytes>` before it is hashed, so no choice of URL or option text can
+/// shift bytes from one part into the next (`a|b` + `c` and `a` + `b|c` differ). The key is a version tag and
+/// the SHA-256 of the parts in hex: short, safe as a file or Redis name, and a clean miss when the version
+/// changes. Stateless; thread-safe.
+public enum ThumbnailKeys {
+    /// Bumped whenever the bytes a key names would change (the renderer's behaviour, the options' meaning).
+    public static let version = "tsv1"
+
+    /// The key of a source's bytes in the source cache.
+    public static func sourceKey(_ source: SourceURL) -> String {
+        "\(version)-src-" + digest([source.canonical])
+    }
+
+    /// The key of a rendered thumbnail in the result cache.
+    public static func resultKey(_ options: ThumbnailOptions, encoding: OutputEncoding) -> String {
+        "\(version)-res-" + digest([options.source.canonical, options.canonicalDescription, encoding.description])
+    }
+
+    /// A strong entity tag for the thumbnail of a source version: the source's URL and validator, the options and
+    /// the encoding. Equal tags mean equal bytes (same source bytes, same rendering), so a `304` needs no render.
+    ///
+    /// - Parameter sourceValidator: the source's own ETag or Last-Modified, or a digest of its bytes when it has
+    ///   neither (``contentValidator(_:)``).
+    public static func entityTag(
+        _ options: ThumbnailOptions, encoding: OutputEncoding, sourceValidator: String
+    ) -> String {
+        let hash = digest([
+            options.source.canonical, sourceValidator, options.canonicalDescription, encoding.description,
+        ])
+        return "\"\(version)-\(hash.prefix(32))\""
+    }
+
+    /// The validator of a source that came without ETag and Last-Modified: a digest of its bytes.
+    public static func contentValidator(_ data: Data) -> String {
+        "sha256:" + SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// The validator of a source: its ETag, else its Last-Modified, else nil (use ``contentValidator(_:)``).
+    public static func responseValidator(etag: String?, lastModified: String?) -> String? {
+        if let etag, !etag.isEmpty { return "etag:" + etag }
+        if let lastModified, !lastModified.isEmpty { return "lm:" + lastModified }
+        return nil
+    }
+
+    static func digest(_ parts: [String]) -> String {
+        var hasher = SHA256()
+        for part in parts {
+            let bytes = Array(part.utf8)
+            hasher.update(data: Array("\(bytes.count):".utf8))
+            hasher.update(data: bytes)
+        }
+        return hasher.finalize().map { String(format: "%02x", $0) }.joined()
+    }
+}

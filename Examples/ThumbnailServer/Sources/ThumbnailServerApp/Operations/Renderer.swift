@@ -1,0 +1,183 @@
+import Foundation
+import ImageCore
+import ImageTransformers
+import ThumbnailQuery
+
+/// Turns source bytes into thumbnail bytes: decode (shrinking on load), cut and scale, encode — once each.
+///
+/// Decode: the coders get a thumbnail size (``RenderPlan/decodeTarget(fit:box:storedSize:)``), so a JPEG decodes
+/// through libjpeg-turbo's DCT scaling and a WebP through libwebp's scaler; EXIF orientation is applied; an
+/// animated source is decoded as its first frame unless the request keeps the animation. The pixel budget (per
+/// frame, from the header), the frame limit and the animation's summed pixels are the SDK's budgets, set from
+/// ``SourceLimits``. Then the exact step: a crop at the gravity (``SmartCrop`` for `smart`) and a Lanczos-3
+/// resize when the decoder's size is not already the output size. Encode: the output format from
+/// ``ThumbnailQuery/OutputEncoding``, the quality for that format, metadata stripped (the encoders write no EXIF
+/// or XMP; the ICC profile is kept so colours stay right, and dropped once the pixels are converted to sRGB).
+///
+/// All of it runs as one job on the manager's CPU pool (never on the cooperative pool or an event loop), and each
+/// stage's time is measured. Thread-safe.
+struct Renderer: Sendable {
+    /// What one render produced.
+    struct Output: Sendable {
+        /// The encoded thumbnail.
+        let data: Data
+        /// Its format.
+        let format: ImageFormat
+        /// Its size.
+        let size: PixelSize
+        /// Its frame count.
+        let frameCount: Int
+        /// Seconds spent decoding, transforming and encoding.
+        let decodeSeconds: Double
+        let resizeSeconds: Double
+        let encodeSeconds: Double
+    }
+
+    let coders: CodersManager
+    let pool: WorkPool
+    let limits: SourceLimits
+    let encoding: EncodingSettings
+
+    /// Renders `options` from `source` in `encoding`.
+    ///
+    /// - Throws: the SDK's ``ImageError`` (`badImageData`, `noCoder`, `imageTooLarge`, `encodeFailed`, …).
+    func render(_ source: Data, options: ThumbnailOptions, encoding output: OutputEncoding) async throws -> Output {
+        let coders = coders
+        let limits = limits
+        let settings = encoding
+        return try await pool.run {
+            try Self.render(
+                source, options: options, output: output, coders: coders, limits: limits, settings: settings)
+        }
+    }
+
+    private static func render(
+        _ source: Data, options: ThumbnailOptions, output: OutputEncoding, coders: CodersManager,
+        limits: SourceLimits, settings: EncodingSettings
+    ) throws -> Output {
+        let clock = ContinuousClock()
+        let probe = coders.probe(source)
+        if options.animated, let probe, let frames = probe.frameCount, frames > 1 {
+            try limits.checkAnimation(frames: frames, width: probe.width, height: probe.height)
+        }
+        let box = options.box
+        let target = RenderPlan.decodeTarget(
+            fit: options.fit, box: box, storedSize: probe.map { PixelSize(width: $0.width, height: $0.height) })
+        var decodeOptions = limits.decodeOptions(firstFrameOnly: !options.animated)
+        decodeOptions.thumbnailPixelSize = target.size
+        decodeOptions.preserveAspectRatio = target.preserveAspectRatio
+
+        let decodeStart = clock.now
+        let decoded = try coders.decode(source, options: decodeOptions)
+        let decodeSeconds = (clock.now - decodeStart).seconds
+        if options.animated, decoded.frameCount > 1 {
+            // The probe may not know the frame count (GIF, WebP): the decoded image does, before frames are drawn.
+            let canvas = uprightSourceSize(decoded) ?? PixelSize(width: decoded.width, height: decoded.height)
+            try limits.checkAnimation(frames: decoded.frameCount, width: canvas.width, height: canvas.height)
+        }
+
+        let transformStart = clock.now
+        let decodedSize = PixelSize(width: decoded.width, height: decoded.height)
+        let plan = RenderPlan(
+            fit: options.fit, box: box, gravity: options.gravity, enlarge: options.enlarge, decoded: decodedSize,
+            source: uprightSourceSize(decoded) ?? decodedSize,
+            smartOrigin: { window in SmartCrop.origin(of: window, in: decoded.pixels) })
+        var image = decoded
+        if let crop = plan.crop {
+            image = try CropTransformer(x: crop.x, y: crop.y, width: crop.width, height: crop.height)
+                .transform(image, forKey: "")
+        }
+        if image.width != plan.output.width || image.height != plan.output.height {
+            image = try ResizeTransformer(size: plan.output, mode: .fill, filter: .lanczos3).transform(
+                image, forKey: "")
+        }
+        image = image.with(metadata: strippedMetadata(image.metadata))
+        let resizeSeconds = (clock.now - transformStart).seconds
+
+        let format = output.format(for: image, sourceFormat: probe?.format ?? decoded.format) {
+            coders.canEncode(to: $0)
+        }
+        let encodeStart = clock.now
+        let data = try coders.encode(
+            image, as: format,
+            options: settings.options(for: format, quality: options.quality, animated: options.animated))
+        let encodeSeconds = (clock.now - encodeStart).seconds
+        let keepsFrames = options.animated && [.gif, .webp, .avif].contains(format)
+        return Output(
+            data: data, format: format, size: plan.output, frameCount: keepsFrames ? image.frameCount : 1,
+            decodeSeconds: decodeSeconds, resizeSeconds: resizeSeconds, encodeSeconds: encodeSeconds)
+    }
+
+    /// The source's upright size: its stored size, turned when the decoder applied a rotation.
+    static func uprightSourceSize(_ image: Image) -> PixelSize? {
+        guard let width = image.metadata.sourcePixelWidth, let height = image.metadata.sourcePixelHeight else {
+            return nil
+        }
+        let turned = image.metadata.sourceOrientation.swapsDimensions && image.metadata.orientation == .up
+        return turned ? PixelSize(width: height, height: width) : PixelSize(width: width, height: height)
+    }
+
+    /// Metadata as written to the thumbnail: orientation applied, no EXIF; the ICC profile kept.
+    static func strippedMetadata(_ metadata: ImageMetadata) -> ImageMetadata {
+        var stripped = ImageMetadata(orientation: .up, iccProfile: metadata.iccProfile, isTransformed: true)
+        stripped.sourcePixelWidth = metadata.sourcePixelWidth
+        stripped.sourcePixelHeight = metadata.sourcePixelHeight
+        return stripped
+    }
+}
+
+/// The limits on what a source may cost: pixels per frame (from the header, before any allocation), frames, and
+/// an animation's pixels summed over its frames. Value type; thread-safe.
+struct SourceLimits: Sendable, Equatable {
+    /// Pixels per frame; also the cap on an animation's frames × canvas.
+    var maxPixels: Int
+    /// Frames an animated source may have.
+    var maxFrames: Int
+
+    /// Decode options carrying the limits (and, once the SDK has it, the conversion to sRGB).
+    func decodeOptions(firstFrameOnly: Bool) -> ImageDecodeOptions {
+        var options = ImageDecodeOptions(maxPixelCount: maxPixels, firstFrameOnly: firstFrameOnly)
+        options.animationBudget = AnimationBudget(
+            maxFrameCount: maxFrames, maxPixelCount: maxPixels, maxWorkPixelCount: maxPixels, onExceeded: .fail)
+        // COLOUR: when ImageDecodeOptions gains the ICC → sRGB conversion (issue: colour management), turn it on
+        // here, and drop the profile in Renderer.strippedMetadata once the pixels are sRGB.
+        return options
+    }
+
+    /// Refuses an animation whose frames × canvas exceed ``maxPixels`` or whose frames exceed ``maxFrames``.
+    func checkAnimation(frames: Int, width: Int, height: Int) throws(ImageError) {
+        let (pixels, overflow) = width.multipliedReportingOverflow(by: height)
+        try AnimationBudget(maxFrameCount: maxFrames, maxPixelCount: maxPixels).checkMaterialization(
+            frameCount: frames, pixelsPerFrame: overflow ? .max : pixels)
+    }
+}
+
+/// Quality and effort per output format. Value type; thread-safe.
+struct EncodingSettings: Sendable, Equatable {
+    /// Default quality 1...100 per format (JPEG, WebP, AVIF; PNG and GIF are lossless here).
+    var quality: [ImageFormat: Int]
+    /// Encoder effort per format; formats not listed use `.balanced`.
+    var effort: [ImageFormat: EncodeEffort]
+    /// Progressive JPEG.
+    var progressiveJPEG: Bool
+
+    /// The server's defaults: quality 80 for JPEG and WebP, 60 for AVIF (imgproxy's and thumbor's neighbourhood);
+    /// AVIF at libavif's fast speed (a balanced AVIF encode takes seconds).
+    static let defaults = EncodingSettings(
+        quality: [.jpeg: 80, .webp: 80, .avif: 60], effort: [.avif: .fast], progressiveJPEG: false)
+
+    /// The encoder options for `format`, with the request's quality when it gave one.
+    func options(for format: ImageFormat, quality requested: Int?, animated: Bool) -> ImageEncodeOptions {
+        ImageEncodeOptions(
+            quality: Double(requested ?? quality[format] ?? 80) / 100, effort: effort[format] ?? .balanced,
+            progressive: format == .jpeg && progressiveJPEG, firstFrameOnly: !animated)
+    }
+}
+
+extension Duration {
+    /// The duration in seconds.
+    var seconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) * 1e-18
+    }
+}

@@ -1,0 +1,107 @@
+import Foundation
+import Testing
+import ThumbnailQuery
+import WebImage
+
+@testable import ThumbnailServerApp
+
+/// The worker pool and its queue, deadlines, health and readiness, metrics and request ids.
+@Suite struct OperableTests {
+    /// With one worker and a queue of one, distinct slow requests beyond those two are refused at once with 429
+    /// and `Retry-After`; the admitted ones complete.
+    @Test func aFullQueueAnswers429WithRetryAfter() async throws {
+        let origin = TestOrigin()
+        for index in 0..<6 {
+            origin.set("/slow\(index).jpg", .init(data: try TestImages.jpeg(width: 64, height: 64), delay: 0.6))
+        }
+        try await Live.withOrigin(origin) { originBase, _ in
+            try await Live.withServer({
+                $0.workers = 1
+                $0.queueLimit = 1
+            }) { server, base in
+                let replies = try await withThrowingTaskGroup(of: Live.Reply.self) { group in
+                    for index in 0..<6 {
+                        group.addTask {
+                            try await Live.get(
+                                base + Live.thumbnailPath(source: originBase + "/slow\(index).jpg", "w=16"))
+                        }
+                    }
+                    return try await group.reduce(into: []) { $0.append($1) }
+                }
+                let statuses = replies.map(\.status).sorted()
+                #expect(statuses == [200, 200, 429, 429, 429, 429], "\(statuses)")
+                #expect(replies.filter { $0.status == 429 }.allSatisfy { $0.header("Retry-After") == "1" })
+                #expect(server.metrics.value("thumbnail_rejected_total", ["reason": "queue_full"]) == 4)
+                #expect(server.metrics.value("thumbnail_requests_total", ["status": "429", "format": "none"]) == 4)
+                #expect(origin.totalHits == 2)
+            }
+        }
+    }
+
+    /// A request that outlives its deadline gets 504; the work it started still fills the cache for the next one.
+    @Test func requestsHaveADeadline() async throws {
+        let origin = TestOrigin(["/slow.jpg": .init(data: try TestImages.jpeg(width: 64, height: 64), delay: 1.0)])
+        try await Live.withOrigin(origin) { originBase, _ in
+            try await Live.withServer({ $0.requestTimeout = 0.3 }) { server, base in
+                let url = base + Live.thumbnailPath(source: originBase + "/slow.jpg", "w=16")
+                let late = try await Live.get(url)
+                #expect(late.status == 504)
+                #expect(server.metrics.value("thumbnail_rejected_total", ["reason": "deadline"]) == 1)
+                try await Task.sleep(for: .milliseconds(1200))
+                let cached = try await Live.get(url)
+                #expect(cached.status == 200)
+                #expect(origin.hits("/slow.jpg") == 1)
+            }
+        }
+    }
+
+    /// `/health`, `/ready`, an `X-Request-Id` on every answer (the client's own when it sends a sane one), and the
+    /// metrics on their own port with the documented names.
+    @Test func healthReadinessRequestIDsAndMetrics() async throws {
+        let origin = TestOrigin(["/a.jpg": .init(data: try TestImages.jpeg())])
+        try await Live.withOrigin(origin) { originBase, _ in
+            try await Live.withServer({ $0.metricsPort = 0 }) { server, base in
+                try await Live.expectStatus(base + "/health", 200)
+                try await Live.expectStatus(base + "/ready", 200)
+                let url = base + Live.thumbnailPath(source: originBase + "/a.jpg", "w=20")
+                let first = try await Live.get(url, headers: [("X-Request-Id", "req-123")])
+                #expect(first.header("X-Request-Id") == "req-123")
+                let second = try await Live.get(url, headers: [("X-Request-Id", "bad id with spaces")])
+                #expect(second.header("X-Request-Id").map { $0.count == 36 } == true)
+                _ = try await Live.get(base + Live.thumbnailPath(source: originBase + "/missing.jpg", "w=20"))
+
+                var port: Int?
+                for _ in 0..<100 where port == nil {
+                    port = server.metricsPort.value
+                    if port == nil { try await Task.sleep(for: .milliseconds(20)) }
+                }
+                let metrics = try await Live.get("http://127.0.0.1:\(try #require(port))/metrics")
+                #expect(metrics.status == 200)
+                let text = metrics.text
+                for name in [
+                    "thumbnail_requests_total", "thumbnail_cache_hits_total", "thumbnail_cache_misses_total",
+                    "thumbnail_origin_requests_total", "thumbnail_origin_seconds_bucket",
+                    "thumbnail_decode_seconds_bucket",
+                    "thumbnail_resize_seconds_bucket", "thumbnail_encode_seconds_bucket",
+                    "thumbnail_store_seconds_bucket",
+                    "thumbnail_queue_depth", "thumbnail_in_flight", "thumbnail_http_in_flight",
+                    "process_resident_memory_bytes",
+                ] {
+                    #expect(text.contains("\n\(name)") || text.hasPrefix(name), "\(name) missing")
+                }
+                func value(_ name: String, _ labels: [String: String] = [:]) -> Double? {
+                    ServerMetrics.value(name, labels, in: text)
+                }
+                #expect(value("thumbnail_requests_total", ["status": "200", "format": "jpeg"]) == 2)
+                #expect(value("thumbnail_requests_total", ["status": "404", "format": "none"]) == 1)
+                #expect(value("thumbnail_cache_hits_total", ["kind": "result", "level": "memory"]) == 1)
+                #expect(value("thumbnail_cache_misses_total", ["kind": "result"]) == 2)
+                #expect(value("thumbnail_cache_misses_total", ["kind": "source"]) == 2)
+                #expect(value("thumbnail_origin_requests_total") == 2)
+                #expect((value("process_resident_memory_bytes") ?? 0) > 1_000_000)
+                // The main port does not serve metrics.
+                try await Live.expectStatus(base + "/metrics", 404)
+            }
+        }
+    }
+}
