@@ -22,7 +22,10 @@ extension FetchJob {
             } catch {
                 let imageError = ImageError.wrap(error, as: .badImageData, stage: .decode)
                 if case .download = source.origin { manager.recordFailure(imageError, plan: info.plan) }
-                event { $0.machine.decodeFailed(key, imageError) }
+                event { state in
+                    if state.failure == nil { state.failure = imageError }
+                    return state.machine.decodeFailed(key, imageError)
+                }
             }
         }
     }
@@ -80,16 +83,25 @@ extension FetchJob {
                 }
             }
             let canonical = plan.isCanonical(
-                decoded: decoded.image, sourceFrameCount: decoded.sourceFrameCount, transformSkipped: transformSkipped)
-            // Only a plain key's canonical image is exactly the decode of the original bytes.
-            let exactBytes = canonical && !plan.isDerived && plan.transformer == nil
+                decoded: decoded.image, transformSkipped: transformSkipped)
+            // A plain key's canonical image is exactly the decode of the original bytes; so is the first frame of a
+            // still source when nothing else changed it (the decode observed one frame).
+            let firstFrameOfStill = plan.isDerivedOnlyByFirstFrame && decoded.sourceFrameCount == 1
+            let exactBytes = canonical && plan.transformer == nil && (!plan.isDerived || firstFrameOfStill)
             product = FetchProduct(
                 image: image, data: exactBytes ? source.originalData : nil, canonical: canonical ? image : nil)
         }
         // The store may finish before or after the product is marked ready; both events run under the lock, so a
-        // load waiting for the store (`.waitStoreCache`) is delivered exactly when both happened.
-        manager.store(product, source: source, plan: plan) {
+        // load waiting for the store (`.waitStoreCache`) is delivered exactly when both happened. The job settles
+        // (ends its cache misses) only after the store, so a fleet lease ends after the entry is written.
+        state.withLock { state in
+            state.pendingStores += 1
+            state.madeProduct = true
+        }
+        manager.store(product, source: source, plan: plan) { storedKeys in
             self.event { state in
+                state.pendingStores -= 1
+                state.storedKeys.formUnion(storedKeys)
                 state.storedProducts.insert(key)
                 return state.machine.productStored(key)
             }

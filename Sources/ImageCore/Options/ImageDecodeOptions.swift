@@ -37,6 +37,8 @@ public struct ImageDecodeOptions: Hashable, Sendable {
     public var scaleFactor: Double
     /// Limits on a whole animation (frame count, frames × canvas, decoding work); see ``AnimationBudget``.
     public var animationBudget: AnimationBudget
+    /// Options for custom coders (see ``CoderOptionKey``); those that change the image are part of the cache key.
+    public var coderOptions: CoderOptions
 
     /// The most frames an animation may have (``AnimationBudget/maxFrameCount``).
     public var maxFrameCount: Int {
@@ -60,7 +62,7 @@ public struct ImageDecodeOptions: Hashable, Sendable {
         maxPixelCount: Int = ImageDecodeOptions.defaultMaxPixelCount, thumbnailPixelSize: PixelSize? = nil,
         preserveAspectRatio: Bool = true, scaleDownLimitBytes: Int? = nil, firstFrameOnly: Bool = false,
         preloadAllFrames: Bool = false, applyOrientation: Bool = true, scaleFactor: Double = 1,
-        animationBudget: AnimationBudget = .default
+        animationBudget: AnimationBudget = .default, coderOptions: CoderOptions = CoderOptions()
     ) {
         self.maxPixelCount = maxPixelCount
         self.thumbnailPixelSize = thumbnailPixelSize
@@ -71,6 +73,7 @@ public struct ImageDecodeOptions: Hashable, Sendable {
         self.applyOrientation = applyOrientation
         self.scaleFactor = scaleFactor
         self.animationBudget = animationBudget
+        self.coderOptions = coderOptions
     }
 
     /// Throws ``ImageError/Code/imageTooLarge`` when `width × height` (× nothing else) exceeds the budget.

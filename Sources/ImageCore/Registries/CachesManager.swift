@@ -242,6 +242,11 @@ public final class CachesManager: ImageCacheProtocol, Sendable {
         for cache in caches { cache.removeImage(forKey: key, cacheType: cacheType) { countdown.tick() } }
     }
 
+    /// Tells every cache (each ignores levels it doesn't have): any of them may hold something for a miss.
+    public func missEnded(forKey key: String, cacheType: ImageCacheType, outcome: CacheMissOutcome) {
+        for cache in caches { cache.missEnded(forKey: key, cacheType: cacheType, outcome: outcome) }
+    }
+
     /// Reports the union of the levels that hold `key` (serial stops at the first cache that has it).
     public func containsImage(
         forKey key: String, cacheType: ImageCacheType, completion: @escaping @Sendable (ImageCacheType) -> Void
