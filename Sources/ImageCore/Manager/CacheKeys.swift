@@ -3,7 +3,7 @@ import Foundation
 /// Builds cache keys: one documented, deterministic format.
 ///
 /// `base` is the cache-key filter's result, else the URL's absolute string. Then, in this order and each only
-/// when it applies: `-partition(<key>)` (``ImageContextOption/cachePartitionKey``), `-thumbnail(WxH,fit|fill)`,
+/// when it applies: `-partition(<key>)` (``ImageContextOption/cachePartitionKey``), `-thumbnail(WxH,fit|fill[,up])`,
 /// `-orientation(raw)` (decode options that keep raw EXIF pixels), `-<transformerKey>`. When anything was added
 /// and the URL path has a short alphanumeric extension (1–5 characters), `.<ext>` is appended again so the key
 /// still ends in the image's extension (the disk cache names files after it). The original key is the base
@@ -13,9 +13,9 @@ import Foundation
 ///     https://h/a.png-thumbnail(256x256,fit)-resize(100x100,aspectFit,lanczos3).png
 ///     https://h/a.png-partition(tenant-7).png                      (its original key)
 enum CacheKeys {
-    /// The thumbnail part, e.g. `thumbnail(256x256,fit)`.
-    static func thumbnailSuffix(_ size: PixelSize, preserveAspectRatio: Bool) -> String {
-        "thumbnail(\(size.width)x\(size.height),\(preserveAspectRatio ? "fit" : "fill"))"
+    /// The thumbnail part, e.g. `thumbnail(256x256,fit)`; `thumbnail(256x256,fit,up)` when it may scale up.
+    static func thumbnailSuffix(_ size: PixelSize, preserveAspectRatio: Bool, scalesUp: Bool = false) -> String {
+        "thumbnail(\(size.width)x\(size.height),\(preserveAspectRatio ? "fit" : "fill")\(scalesUp ? ",up" : ""))"
     }
 
     /// The partition part, e.g. `partition(tenant-7)`.

@@ -130,7 +130,9 @@ final class LoadPlan: Sendable {
         }
         let partition = context.cachePartitionKey.map(CacheKeys.partitionPart)
         let thumbnail = thumbnailSize.map {
-            CacheKeys.thumbnailSuffix($0, preserveAspectRatio: decodeOptions.preserveAspectRatio)
+            CacheKeys.thumbnailSuffix(
+                $0, preserveAspectRatio: decodeOptions.preserveAspectRatio,
+                scalesUp: decodeOptions.allowsThumbnailUpscaling)
         }
         let orientation = decodeOptions.applyOrientation ? nil : CacheKeys.rawOrientationPart
         let original = CacheKeys.key(base: base, url: url, absoluteString: absoluteString, partition: partition)
