@@ -99,6 +99,7 @@ public final class ImagePrefetcher: Sendable {
     /// Prefetches `urls` as one batch.
     ///
     /// - Parameters:
+    ///   - urls: the URLs, started in this order.
     ///   - progress: after each URL ends: (finished, total); finished counts every URL that ended. Not called
     ///     after the batch was cancelled.
     ///   - perURL: once for every URL of the batch, with its outcome and the batch's counts — after a cancel too

@@ -62,8 +62,8 @@ public final class ImageTargetState: Sendable {
     /// The progress under `key`: its current value first, then every change, until the target is released (or
     /// the reader stops).
     ///
-    /// There is no KVO on Linux; this stream is how to observe. A reader that falls more than
-    /// ``progressBuffer`` values behind skips the oldest ones, never the newest.
+    /// There is no KVO on Linux; this stream is how to observe. A reader that falls more than 16 values behind
+    /// skips the oldest ones, never the newest.
     public func progressUpdates(forKey key: String) -> AsyncStream<ImageTargetProgress> {
         let (stream, continuation) = AsyncStream.makeStream(
             of: ImageTargetProgress.self, bufferingPolicy: .bufferingNewest(Self.progressBuffer))
