@@ -5,7 +5,7 @@ import Foundation
 /// A key is a sequence of tokens separated by single spaces. The first token is the base — the cache-key
 /// filter's string, else the URL's absolute string — and each further token is one part, `name(value)`, in this
 /// order and only when it applies: `partition(<key>)` (``ImageContextOption/cachePartitionKey``),
-/// `thumbnail(WxH,fit|fill)`, `orientation(raw)`, `frames(first)`, `decode(<parts>)` (decode options added by
+/// `thumbnail(WxH,fit|fill[,up])`, `orientation(raw)`, `frames(first)`, `decode(<parts>)` (decode options added by
 /// plugins, such as a custom coder's options), `transform(<transformerKey>)`. When a part was added and the URL
 /// path has a short alphanumeric extension (1–5 characters), a last token `.<ext>` repeats it, so the key still
 /// ends in the image's extension.
@@ -28,6 +28,8 @@ enum CacheKeys {
         var partition: String?
         var thumbnail: PixelSize?
         var fill = false
+        /// The thumbnail may be larger than its source (``ImageDecodeOptions/allowsThumbnailUpscaling``).
+        var scaleUp = false
         var rawOrientation = false
         var firstFrame = false
         var decode: String?
@@ -40,9 +42,9 @@ enum CacheKeys {
         }
     }
 
-    /// The thumbnail value, e.g. `256x256,fit`.
-    static func thumbnailValue(_ size: PixelSize, fill: Bool) -> String {
-        "\(size.width)x\(size.height),\(fill ? "fill" : "fit")"
+    /// The thumbnail value, e.g. `256x256,fit`, or `256x256,fit,up` for a thumbnail that may scale up.
+    static func thumbnailValue(_ size: PixelSize, fill: Bool, scaleUp: Bool) -> String {
+        "\(size.width)x\(size.height),\(fill ? "fill" : "fit")\(scaleUp ? ",up" : "")"
     }
 
     /// The key for `base` and `parts`, with `url`'s short extension last when a part was added.
@@ -53,7 +55,7 @@ enum CacheKeys {
         guard !parts.isEmpty else {
             return baseLength == base.utf8.count ? base : escaped(base, length: baseLength)
         }
-        let thumbnail = parts.thumbnail.map { thumbnailValue($0, fill: parts.fill) }
+        let thumbnail = parts.thumbnail.map { thumbnailValue($0, fill: parts.fill, scaleUp: parts.scaleUp) }
         var length = baseLength
         length += partLength("partition", parts.partition)
         length += partLength("thumbnail", thumbnail)

@@ -9,9 +9,11 @@ extension FetchJob {
     func decode(_ key: DecodeKey, _ source: FetchSource, _ info: FetchSubscriber) {
         switch source.content {
         case .originalImage(let image, _):
-            let decoded = DecodedImage(
-                image: Self.applyDecodeOptions(key.options, to: image), sourceFrameCount: image.frameCount)
-            event { $0.machine.decodeFinished(key, decoded) }
+            do {
+                let decoded = DecodedImage(
+                    image: try Self.applyDecodeOptions(key.options, to: image), sourceFrameCount: image.frameCount)
+                event { $0.machine.decodeFinished(key, decoded) }
+            } catch { event { $0.machine.decodeFailed(key, error) } }
         case .originalBytes(let data), .productBytes(let data):
             do {
                 guard !data.isEmpty else { throw ImageError(.badImageData, stage: .decode, message: "empty data") }
@@ -31,12 +33,14 @@ extension FetchJob {
     }
 
     /// An image that is already decoded (a loader's own, or the original's memory entry) gets the decode options
-    /// that can be applied to pixels: first frame only, and the thumbnail size of a still image.
-    private static func applyDecodeOptions(_ options: ImageDecodeOptions, to image: Image) -> Image {
+    /// that can be applied to pixels: first frame only, and the thumbnail size of a still image (scaled up, too,
+    /// with `allowsThumbnailUpscaling`, within the pixel budget).
+    private static func applyDecodeOptions(_ options: ImageDecodeOptions, to image: Image) throws(ImageError) -> Image {
         var image = image
         if options.firstFrameOnly, image.isAnimated { image = image.with(frames: [image.frames[0]]) }
         let target = options.targetSize(forSourceWidth: image.width, height: image.height)
-        if !image.isAnimated, target.width < image.width || target.height < image.height {
+        if !image.isAnimated, target.width != image.width || target.height != image.height {
+            if target.width > image.width || target.height > image.height { try options.checkUpscaledBudget(target) }
             var metadata = image.metadata
             metadata.sourcePixelWidth = metadata.sourcePixelWidth ?? image.width
             metadata.sourcePixelHeight = metadata.sourcePixelHeight ?? image.height

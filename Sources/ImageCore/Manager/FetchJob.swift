@@ -186,7 +186,11 @@ final class FetchJob: Sendable {
     /// Fails subscribers, or — when this job's cache entry proved unusable — sends each on to its fallback.
     private func fail(_ subscribers: [FetchSubscriber], _ error: ImageError) {
         let unusable = error.code == .unusableCacheEntry
-        guard let origin = cacheOrigin, !error.isCancellation, error.stage == .decode || unusable else {
+        // An entry over this load's pixel budget is not broken: the load fails as a download of it would, and the
+        // entry stays for loads with a larger budget.
+        guard let origin = cacheOrigin, !error.isCancellation, error.code != .imageTooLarge,
+            error.stage == .decode || unusable
+        else {
             for subscriber in subscribers { subscriber.operation.finish(.failure(error)) }
             return
         }

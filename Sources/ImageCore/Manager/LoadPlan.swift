@@ -144,6 +144,7 @@ final class LoadPlan: Sendable {
         if let size = decodeOptions.thumbnailPixelSize, size.width > 0, size.height > 0 {
             parts.thumbnail = size
             parts.fill = !decodeOptions.preserveAspectRatio
+            parts.scaleUp = decodeOptions.allowsThumbnailUpscaling
         }
         parts.rawOrientation = !decodeOptions.applyOrientation
         parts.firstFrame = decodeOptions.firstFrameOnly

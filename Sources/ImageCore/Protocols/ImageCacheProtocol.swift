@@ -130,6 +130,11 @@ public protocol ImageCacheProtocol: Sendable {
     ///
     /// Completes with nil on a miss, with an error only when a level failed in a way the caller should know
     /// (a corrupt entry is a miss). Returns an operation that cancels a pending query, or nil if it completed.
+    ///
+    /// Cancel contract (SDWebImage's `SDImageCacheToken`): cancelling a query that has not answered completes it
+    /// with `cancelled` at the cancel — on the cancelling thread before `cancel()` returns, or, for a cache whose
+    /// completions always run on its own queue, queued there then — and the answer found later is dropped; the
+    /// completion still runs exactly once. Return a ``CacheQueryOperation`` to get this for free.
     @discardableResult
     func queryImage(
         forKey key: String, options: ImageOptions, context: ImageContext, cacheType: ImageCacheType,
