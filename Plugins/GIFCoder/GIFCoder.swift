@@ -26,11 +26,14 @@ public final class GIFCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendable
     /// True for ``ImageFormat/gif``.
     public func canEncode(to format: ImageFormat) -> Bool { format == .gif }
 
-    /// Reads the logical screen size from the first 10 bytes; nil when they are not a GIF header.
+    /// Reads the logical screen size from the first 10 bytes, and the frame count by walking the blocks (nil when
+    /// the bytes end before the trailer); nil when they are not a GIF header.
     public func probe(_ data: Data) -> ImageProperties? {
         guard data.count >= 10, canDecode(data) else { return nil }
         let b = [UInt8](data.prefix(10))
-        return ImageProperties(format: .gif, width: Int(b[6]) | Int(b[7]) << 8, height: Int(b[8]) | Int(b[9]) << 8)
+        return ImageProperties(
+            format: .gif, width: Int(b[6]) | Int(b[7]) << 8, height: Int(b[8]) | Int(b[9]) << 8,
+            frameCount: GIFFrameCount.count(data))
     }
 
     /// Decodes `data`: the first frame plus a provider, every frame, or only the first, per `options`.

@@ -27,11 +27,14 @@ public final class WebPCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendabl
     /// True for ``ImageFormat/webp``.
     public func canEncode(to format: ImageFormat) -> Bool { format == .webp }
 
-    /// Reads the canvas size from the header (`WebPGetFeatures`); nil when it is not a readable WebP header.
+    /// Reads the canvas size from the header (`WebPGetFeatures`) and the frame count from the chunks (1 for a still;
+    /// nil when an animation's chunks end early); nil when it is not a readable WebP header.
     public func probe(_ data: Data) -> ImageProperties? {
         guard canDecode(data), let header = try? WebPHeader.read(data)
         else { return nil }
-        return ImageProperties(format: .webp, width: header.width, height: header.height)
+        return ImageProperties(
+            format: .webp, width: header.width, height: header.height,
+            frameCount: WebPFrameCount.count(data, hasAnimation: header.hasAnimation))
     }
 
     /// Decodes `data` per `options` (thumbnail via scaled decoding, frames per the animation options).

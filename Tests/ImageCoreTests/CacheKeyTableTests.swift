@@ -99,8 +99,8 @@ import Testing
                 .imageThumbnailPixelSize: PixelSize(width: 64, height: 64), .imagePreserveAspectRatio: false,
             ]))
         #expect(viaOptions == viaContext)
-        #expect(viaOptions == "https://example.com/a.jpg-thumbnail(64x64,fit).jpg")
-        #expect(fill == "https://example.com/a.jpg-thumbnail(64x64,fill).jpg")
+        #expect(viaOptions == "https://example.com/a.jpg thumbnail(64x64,fit) .jpg")
+        #expect(fill == "https://example.com/a.jpg thumbnail(64x64,fill) .jpg")
     }
 
     @Test func rawOrientationIsAKeyPart() {
@@ -110,13 +110,13 @@ import Testing
         raw.applyOrientation = false
         #expect(
             manager.cacheKey(for: url, context: ImageContext([.imageDecodeOptions: raw]))
-                == "https://example.com/a.jpg-orientation(raw).jpg")
+                == "https://example.com/a.jpg orientation(raw) .jpg")
         #expect(manager.cacheKey(for: url) == "https://example.com/a.jpg")
     }
 
-    // MARK: First frame only (bypass)
+    // MARK: First frame only (key part)
 
-    @Test func firstFrameOnlyGetsTheFirstFrameOfACachedAnimationAndNeverStoresAStill() async throws {
+    @Test func firstFrameOnlyGetsTheFirstFrameOfACachedAnimationAndNeverStoresAStillUnderItsKey() async throws {
         let rig = Rig()
         let url = testURL()
         rig.loader.set(
@@ -135,12 +135,44 @@ import Testing
         #expect(rig.loader.requestCount == 1)
     }
 
-    @Test func firstFrameOnlyOfAStillSourceIsCachedAsUsual() async throws {
+    @Test func firstFrameOnlyIsAKeyPartSoAnAnimationsFirstFrameIsCachedUnderIt() async throws {
         let rig = Rig()
         let url = testURL()
-        rig.serve(url, width: 5, height: 5)
-        _ = try await rig.load(url, options: [.decodeFirstFrameOnly, .waitStoreCache]).get()
-        #expect(rig.cache.memoryImage(forKey: url.absoluteString) != nil, "the header says one frame: same image")
+        rig.loader.set(
+            .data(
+                TestCoder.data(width: 6, height: 6, colors: [red, .white, .black]),
+                ResponseMetadata(url: url, statusCode: 200)), for: url)
+        let grow = CompoundingTransformer(.grow(2))
+        let context: [ImageContextOption: any Sendable] = [.imageTransformer: grow]
+        let first = try await rig.load(url, options: [.decodeFirstFrameOnly, .waitStoreCache], context: context).get()
+        #expect(first.image.frameCount == 1 && first.image.width == 8 && first.cacheType == .none)
+        let key = try #require(first.cacheKey)
+        #expect(key.contains(" frames(first) "), "\(key)")
+        #expect(key == rig.manager.cacheKey(for: url, options: .decodeFirstFrameOnly, context: rig.context(context)))
+        #expect(key != rig.manager.cacheKey(for: url, context: rig.context(context)), "the animation's key differs")
+        let again = try await rig.load(url, options: .decodeFirstFrameOnly, context: context).get()
+        #expect(again.cacheType == .memory && again.image.width == 8)
+        await rig.cache.clear(cacheType: .memory)
+        let fromDisk = try await rig.load(url, options: .decodeFirstFrameOnly, context: context).get()
+        #expect(fromDisk.cacheType == .disk && fromDisk.image.frameCount == 1 && fromDisk.image.width == 8)
+        #expect(grow.callCount == 1, "decoded and transformed once")
+        #expect(rig.coder.decodeCount == 2, "the download, then the derived disk entry")
+        #expect(rig.loader.requestCount == 1)
+    }
+
+    @Test func theFirstFrameOfAStillSourceIsStoredAsTheOriginalBytes() async throws {
+        let rig = Rig()
+        let url = testURL()
+        let bytes = rig.serve(url, width: 5, height: 5)
+        let result = try await rig.load(url, options: [.decodeFirstFrameOnly, .waitStoreCache]).get()
+        #expect(result.data == bytes, "the decode observed one frame: the bytes decode to exactly this image")
+        let key = try #require(result.cacheKey)
+        #expect(rig.cache.memoryImage(forKey: key) != nil)
+        #expect(rig.cache.diskData(forKey: key) == bytes, "no re-encode of a still")
+        #expect(rig.cache.diskData(forKey: url.absoluteString) == bytes, "the original as downloaded")
+        let again = try await rig.load(url, options: .decodeFirstFrameOnly).get()
+        #expect(again.cacheType == .memory)
+        #expect(rig.loader.requestCount == 1)
     }
 
     // MARK: Scale-down budget (bypass)
@@ -195,7 +227,7 @@ import Testing
         let manager = Rig().manager
         let url = URL(string: "https://example.com/a.png")!
         let key = manager.cacheKey(for: url, context: ImageContext([.cachePartitionKey: "tenant-7"]))
-        #expect(key == "https://example.com/a.png-partition(tenant-7).png")
+        #expect(key == "https://example.com/a.png partition(tenant-7) .png")
     }
 
     @Test func aLoadWithARequestModifierSharesNoCacheEntryWithoutAPartition() async throws {

@@ -78,6 +78,8 @@ import Testing
         #expect(await waitUntil { !manager.isRunning })
         prefetcher.startQueue.sync {}
         #expect(secondDone.value == nil, "a cancelled batch does not complete")
-        #expect(second.finishedCount < 6)
+        // Cancelled while its URLs waited behind the first batch: each of them ended as skipped, none was loaded.
+        #expect(second.finishedCount == 6 && second.skippedCount == 6)
+        #expect(!loader.requests.contains { $0.url.absoluteString.contains("/b") })
     }
 }

@@ -126,7 +126,7 @@ import Testing
         rig.manager.cacheKeyFilter = .block { url in url.absoluteString + "#filtered" }
         let url = URL(string: "test://host/fast-path.png")!
         let key = try #require(rig.manager.cacheKey(for: url))
-        #expect(key == "test://host/fast-path.png#filtered-test-resize(3x3).png")
+        #expect(key == "test://host/fast-path.png#filtered transform(test-resize(3x3)) .png")
         rig.cache.seedMemory(try Self.image(3), forKey: key)
         let recorder = DeliveryRecorder()
         rig.manager.loadImage(with: url, context: rig.context(), completed: recorder.handler)

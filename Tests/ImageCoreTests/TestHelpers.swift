@@ -2,7 +2,8 @@ import Foundation
 import ImageCore
 import ImageTestSupport
 
-/// A manager over fresh doubles, with the test coder in every load's context.
+/// A manager over fresh doubles, decoding with the test coder as the manager's own coders (so its verdicts on bytes
+/// count as any load's: see the failed-URL policy).
 struct Rig {
     let manager: ImageManager
     let cache: RecordingCache
@@ -16,15 +17,14 @@ struct Rig {
         cache = RecordingCache(answersSynchronously: cacheAnswersSynchronously)
         loader = ScriptedLoader(delay: loaderDelay)
         coder = TestCoder(decodeDelay: decodeDelay)
-        manager = ImageManager(cache: cache, loader: loader, workPool: workPool)
+        manager = ImageManager(
+            cache: cache, loader: loader, coders: CodersManager(coders: [coder]), workPool: workPool)
         manager.logHandler = { _ in }
     }
 
-    /// A context naming the test coder, plus `extra`.
+    /// A context with `extra`.
     func context(_ extra: [ImageContextOption: any Sendable] = [:]) -> ImageContext {
-        var context = ImageContext(extra)
-        context.imageCoder = coder
-        return context
+        ImageContext(extra)
     }
 
     /// Scripts `url` to answer a `width` x `height` test image.

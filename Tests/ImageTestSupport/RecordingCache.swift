@@ -20,6 +20,8 @@ public final class RecordingCache: ImageCacheProtocol, Sendable {
         case store(key: String, hasImage: Bool, hasData: Bool, cacheType: ImageCacheType)
         /// A removal.
         case remove(key: String)
+        /// The end of a miss (``ImageCacheProtocol/missEnded(forKey:cacheType:outcome:)``).
+        case missEnded(key: String, outcome: CacheMissOutcome)
     }
 
     private struct State: Sendable {
@@ -55,6 +57,27 @@ public final class RecordingCache: ImageCacheProtocol, Sendable {
 
     /// Every call so far.
     public var calls: [Call] { state.withLock { $0.calls } }
+    /// Ended misses so far, in order.
+    public var endedMisses: [(key: String, outcome: CacheMissOutcome)] {
+        state.withLock { state in
+            state.calls.compactMap { call in
+                if case .missEnded(let key, let outcome) = call { (key, outcome) } else { nil }
+            }
+        }
+    }
+
+    /// Queries (that reached the cache, synchronously or not) of `key` so far.
+    public func queries(of key: String) -> Int {
+        state.withLock { state in
+            state.calls.filter { if case .query(key, _) = $0 { true } else { false } }.count
+        }
+    }
+
+    /// Records the end of a miss.
+    public func missEnded(forKey key: String, cacheType: ImageCacheType, outcome: CacheMissOutcome) {
+        state.withLock { $0.calls.append(.missEnded(key: key, outcome: outcome)) }
+    }
+
     /// Disk reads so far.
     public var diskReads: Int {
         state.withLock { state in state.calls.filter { if case .diskRead = $0 { true } else { false } }.count }

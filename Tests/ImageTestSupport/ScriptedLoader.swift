@@ -48,14 +48,23 @@ public final class ScriptedLoader: ImageLoader, Sendable {
     public let blockDecision: (@Sendable (URL, ImageError) -> Bool)?
     /// Called at ``TestStage/download`` (request received) and ``TestStage/downloadAnswer``.
     public let hook = StageHook()
+    /// What the loader reports as ``ImageLoader/transferKey(for:options:context:)`` (default "").
+    public let transferKeyOf: (@Sendable (ImageContext) -> String)?
 
     /// Creates a loader.
     public init(
-        delay: TimeInterval = 0, acceptsAll: Bool = false, blockDecision: (@Sendable (URL, ImageError) -> Bool)? = nil
+        delay: TimeInterval = 0, acceptsAll: Bool = false, blockDecision: (@Sendable (URL, ImageError) -> Bool)? = nil,
+        transferKey: (@Sendable (ImageContext) -> String)? = nil
     ) {
         self.delay = delay
         self.acceptsAll = acceptsAll
         self.blockDecision = blockDecision
+        self.transferKeyOf = transferKey
+    }
+
+    /// The scripted transfer key.
+    public func transferKey(for url: URL, options: ImageOptions, context: ImageContext) -> String {
+        transferKeyOf?(context) ?? ""
     }
 
     /// Scripts the reply for `url`.

@@ -42,7 +42,8 @@ extension RedisCache {
     /// Stores `data` with `metadata` in Redis when `cacheType` has `.disk` and `data` is not nil (images are
     /// ignored: another process cannot use them). Completes with success on the cache's queue once written — or
     /// once skipped: entries over the cap, an open breaker and Redis failures are logged and counted, not
-    /// reported. A write releases this key's fleet-coalescing lease.
+    /// reported. A write releases this key's fleet-coalescing lease; an entry over the cap turns a lease this
+    /// process holds into the "nothing to share" mark, so waiters stop at once.
     public func store(
         _ image: Image?, data: Data?, metadata: CacheEntryMetadata?, forKey key: String, cacheType: ImageCacheType,
         completion: (@Sendable (Result<Void, ImageError>) -> Void)?
@@ -67,6 +68,17 @@ extension RedisCache {
             await delete(key)
             if let completion { callbackQueue.async { completion() } }
         }
+    }
+
+    /// Ends this process's fleet lease on `key`, if it holds one, the way `outcome` says (see
+    /// ``RedisCacheConfiguration/FleetCoalescing``): deleted for ``ImageCore/CacheMissOutcome/abandoned`` (a waiter takes
+    /// the fetch over), turned into the "nothing to share" mark for ``ImageCore/CacheMissOutcome/notStored`` (waiters
+    /// fetch for themselves at once). A store already released it, so after one this is free. Returns at once.
+    public func missEnded(forKey key: String, cacheType: ImageCacheType, outcome: CacheMissOutcome) {
+        guard cacheType.contains(.disk), configuration.fleetCoalescing != nil else { return }
+        let keys = keys(for: key)
+        guard heldLeases.withLock({ $0.contains(keys.lease) }) else { return }
+        Task { await endLease(keys, outcome: outcome) }
     }
 
     /// Reports `.disk` when `cacheType` has it and Redis holds `key` (`.none` when Redis fails).

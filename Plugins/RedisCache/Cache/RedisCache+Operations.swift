@@ -19,20 +19,35 @@ extension RedisCache {
     func lookup(_ key: String, options: ImageOptions) async -> Lookup {
         let keys = keys(for: key)
         let start = clock()
-        let reply = await guarded("GET") { () async throws(RedisClientError) in
-            try Self.check(try await executor.send([.get(keys.entry)], routingKey: keys.entry).first ?? .null)
+        let replies = await guarded("GET") { () async throws(RedisClientError) in
+            try await executor.send(readCommands(keys), routingKey: keys.entry)
         }
-        guard let reply else { return .miss }
+        guard let replies, replies.count == 2 else { return .miss }
         metrics.queryDuration.recordNanoseconds(Int64((clock() - start) * 1e9))
-        if let hit = entry(from: reply, key: key) { return hit }
+        if let hit = entry(length: replies[0], prefix: replies[1], key: key) { return hit }
         metrics.misses.increment()
         guard let coalescing = configuration.fleetCoalescing, !options.contains(.fromCacheOnly) else { return .miss }
         return await coalesce(key, keys: keys, settings: coalescing)
     }
 
-    /// The hit in a `GET` reply, counting it; nil for nil or a corrupt entry.
-    func entry(from reply: RESPValue, key: String) -> Lookup? {
-        guard case .bulkString(let buffer) = reply else { return nil }
+    /// `STRLEN` and `GETRANGE` of the entry: its length and at most ``RedisCacheConfiguration/entryByteLimit``
+    /// bytes, so an entry larger than this reader accepts (another process's, with a larger limit) is never read
+    /// whole and never makes the reply decoder refuse the connection (which would fail every command pipelined
+    /// on it).
+    func readCommands(_ keys: RedisKeys) -> [RedisCommand] {
+        [.strlen(keys.entry), .getPrefix(keys.entry, limit: configuration.entryByteLimit)]
+    }
+
+    /// The hit in the replies of ``readCommands(_:)``, counting it; nil for an absent, oversize or corrupt entry.
+    func entry(length: RESPValue, prefix: RESPValue, key: String) -> Lookup? {
+        guard let stored = length.int, stored > 0 else { return nil }
+        guard stored <= configuration.entryByteLimit else {
+            metrics.oversize.increment()
+            logger.debug("Redis entry larger than this reader's maxEntryBytes; treated as a miss", metadata: ["key": "\(key)"])
+            return nil
+        }
+        // A `SET` between the two commands can change the length: only a whole entry is one.
+        guard case .bulkString(let buffer) = prefix, buffer.readableBytes == Int(stored) else { return nil }
         guard let (data, metadata) = RedisEntryCodec.decode(buffer, key: key) else {
             metrics.recordError("corrupt")
             logger.warning("Redis entry does not decode; treated as a miss", metadata: ["key": "\(key)"])
@@ -43,7 +58,10 @@ extension RedisCache {
         return .hit(data: data, metadata: metadata)
     }
 
-    /// Writes the entry for `key` (and releases this fleet's lease on it). False when skipped or failed.
+    /// Writes the entry for `key` (and releases the fleet's lease on it). False when skipped or failed.
+    ///
+    /// An entry over the cap is not written; a lease this process holds for it then becomes the "nothing to
+    /// share" mark, so other processes stop waiting at once.
     @discardableResult
     func put(_ data: Data, metadata: CacheEntryMetadata?, forKey key: String) async -> Bool {
         var stored = metadata ?? CacheEntryMetadata()
@@ -52,11 +70,12 @@ extension RedisCache {
         if stored.storedAt == nil { stored.storedAt = Date() }
         stored.lastAccess = nil
         let value = RedisEntryCodec.encode(data: data, metadata: stored)
-        guard value.readableBytes <= configuration.maxEntryBytes else {
+        let keys = keys(for: key)
+        guard value.readableBytes <= configuration.entryByteLimit else {
             metrics.oversize.increment()
+            await endLease(keys, outcome: .notStored)
             return false
         }
-        let keys = keys(for: key)
         let ttl = configuration.entryTTL.map { Int64(max(1, $0 * 1000)) }
         var commands: [RedisCommand] = [.set(keys.entry, value, milliseconds: ttl)]
         // A stored entry ends every wait for it, so the lease can go whoever holds it now.
@@ -66,19 +85,24 @@ extension RedisCache {
             _ = try Self.check(replies.first ?? .null)
             return replies
         }
-        guard replies != nil else { return false }
+        guard replies != nil else {
+            await endLease(keys, outcome: .abandoned)
+            return false
+        }
+        if configuration.fleetCoalescing != nil { heldLeases.withLock { _ = $0.remove(keys.lease) } }
         metrics.stores.increment()
         metrics.bytesWritten.increment(by: Int64(value.readableBytes))
         return true
     }
 
-    /// Deletes the entry (and its lease).
+    /// Deletes the entry, and the lease only if this process holds it: another process's live lease stays (its
+    /// fetch is running, and its waiters wait for it).
     func delete(_ key: String) async {
         let keys = keys(for: key)
         _ = await guarded("DEL") { () async throws(RedisClientError) in
-            try Self.check(
-                try await executor.send([.del([keys.entry, keys.lease])], routingKey: keys.entry).first ?? .null)
+            try Self.check(try await executor.send([.del([keys.entry])], routingKey: keys.entry).first ?? .null)
         }
+        await endLease(keys, outcome: .abandoned)
     }
 
     /// True when an entry exists.

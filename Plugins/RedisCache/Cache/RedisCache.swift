@@ -51,6 +51,9 @@ public final class RedisCache: ImageCacheProtocol, Sendable {
         label: "webimage.rediscache.callbacks", qos: .userInitiated, attributes: .concurrent)
     private let breaker: Mutex<CircuitBreaker>
     private let configurationError: RedisConfigurationError?
+    /// The lease keys this cache holds (took with `SET NX` and has not released): only these are released when
+    /// the manager reports a miss ended, so most misses cost no extra round trip.
+    let heldLeases = Mutex<Set<String>>([])
 
     /// Creates a cache; connections open on first use.
     ///
@@ -103,8 +106,9 @@ public final class RedisCache: ImageCacheProtocol, Sendable {
         options.connectTimeout = .nanoseconds(Int64(max(0.001, configuration.connectTimeout) * 1e9))
         options.commandTimeout = .nanoseconds(Int64(max(0.001, configuration.commandTimeout) * 1e9))
         options.tlsServerName = configuration.tlsServerName
-        // Room for the largest entry plus its header; a reply above it is a protocol violation.
-        options.decoderLimits.maxBulkLength = max(configuration.maxEntryBytes, 1 << 20) + (64 << 10)
+        // Reads are bounded by `GETRANGE` to the entry limit, so a reply above it plus room for framing is a
+        // protocol violation, never an entry another process was allowed to store.
+        options.decoderLimits.maxBulkLength = max(configuration.entryByteLimit, 1 << 20) + (64 << 10)
         var failure: RedisConfigurationError?
         if address.usesTLS {
             do {
@@ -128,7 +132,8 @@ public final class RedisCache: ImageCacheProtocol, Sendable {
             executor = RedisNodeClient(pool: makePool(address.endpoint))
         case .cluster(let seeds):
             executor = RedisClusterClient(
-                seeds: seeds.map(\.endpoint), usesTLS: address.usesTLS, clock: clock, makePool: makePool)
+                seeds: seeds.map(\.endpoint), usesTLS: address.usesTLS,
+                commandTimeout: max(0.001, configuration.commandTimeout), clock: clock, makePool: makePool)
         }
         if failure != nil { executor.shutdown() }
         return (executor, failure)

@@ -33,12 +33,20 @@ public struct RedisCacheConfiguration: Sendable {
         public var maxWait: Double
         /// First and longest delay between two polls of a waiter, seconds (default 0.01…0.2).
         public var pollInterval: ClosedRange<Double>
+        /// How long the mark "fetched, nothing to share" stays after a holder's fetch ends without storing (a 404,
+        /// `no-store`, an entry over the cap, undecodable bytes), seconds (default 1): waiters that see it stop
+        /// at once and fetch for themselves, and so do new misses while it lasts. At least twice the longest poll.
+        public var notStoredMarkerDuration: Double
 
         /// Creates the settings.
-        public init(leaseDuration: Double = 10, maxWait: Double = 10, pollInterval: ClosedRange<Double> = 0.01...0.2) {
+        public init(
+            leaseDuration: Double = 10, maxWait: Double = 10, pollInterval: ClosedRange<Double> = 0.01...0.2,
+            notStoredMarkerDuration: Double = 1
+        ) {
             self.leaseDuration = max(0.001, leaseDuration)
             self.maxWait = max(0, maxWait)
             self.pollInterval = max(0.001, pollInterval.lowerBound)...max(0.001, pollInterval.upperBound)
+            self.notStoredMarkerDuration = max(notStoredMarkerDuration, 2 * self.pollInterval.upperBound)
         }
     }
 
@@ -54,8 +62,13 @@ public struct RedisCacheConfiguration: Sendable {
     /// Entries expire this many seconds after they were stored (default 7 days); nil keeps them until Redis
     /// evicts them (configure `maxmemory-policy allkeys-lru` on the server).
     public var entryTTL: Double? = 7 * 24 * 3600
-    /// Entries larger than this many bytes (image bytes plus metadata) are not stored (default 8 MiB).
+    /// Entries larger than this many bytes (image bytes plus metadata) are not stored (default 8 MiB), and a larger
+    /// entry another process stored is a miss here: it is never read past this size, so it costs this process
+    /// neither the memory nor its connection. Values above Redis's own 512 MiB bulk limit count as that limit.
     public var maxEntryBytes = 8 << 20
+
+    /// ``maxEntryBytes`` within 0 … 512 MiB − 64 KiB, so adding a reply's framing never overflows.
+    var entryByteLimit: Int { min(max(maxEntryBytes, 0), (512 << 20) - (64 << 10)) }
     /// Connections per server (default 2); commands are pipelined on them.
     public var connectionsPerServer = 2
     /// Time to connect, including TLS and the handshake, seconds (default 1).

@@ -7,7 +7,8 @@ import Synchronization
 /// `_bytes_read_total`, `_bytes_written_total`, `_query_duration` (timer of each query that reached Redis),
 /// `_errors_total` with dimension `kind` (`timedOut`, `connectFailed`, `server`, … and `corrupt` for an entry
 /// that does not decode), `_skipped_total` (operations not sent because the breaker is open), `_breaker_open`
-/// (gauge, 1 while open), `_breaker_opened_total`, `_oversize_total` (stores over the entry cap), and for fleet
+/// (gauge, 1 while open), `_breaker_opened_total`, `_oversize_total` (stores, and reads of other processes' entries, over
+/// the entry cap), and for fleet
 /// coalescing `_leases_total` (leases taken: this process fetches), `_coalesced_waits_total` (waits for
 /// another process), `_coalesced_hits_total` (waits that ended with its result), `_coalesce_fallbacks_total`
 /// (waits that ended in a fetch of our own).

@@ -5,15 +5,16 @@ import NIOCore
 
 /// The Redis keys of one cache key: the entry and its fleet-coalescing lease, in one hash slot.
 ///
-/// `<prefix>{<32 hex digits of SHA-256(key)>}` and the same with `:lease`. Hashing bounds the key length and
-/// hides URLs (which may carry tokens) from anyone listing keys; the `{…}` hash tag puts both keys in one cluster
-/// slot, so they can be sent together.
+/// `<prefix>{<32 hex digits of SHA-256(v<format version>␤key)>}` and the same with `:lease`. Hashing bounds the
+/// key length and hides URLs (which may carry tokens) from anyone listing keys; the key-format version
+/// (``ImageCore/CacheKeyFormat/version``) in the hashed text makes entries written under an earlier key format
+/// clean misses; the `{…}` hash tag puts both keys in one cluster slot, so they can be sent together.
 struct RedisKeys: Sendable, Hashable {
     let entry: String
     let lease: String
 
     init(prefix: String, key: String) {
-        let digest = SHA256.hash(data: Data(key.utf8))
+        let digest = SHA256.hash(data: Data("v\(CacheKeyFormat.version)\n\(key)".utf8))
         let digits = Array("0123456789abcdef".utf8)
         var hex = [UInt8]()
         hex.reserveCapacity(32)

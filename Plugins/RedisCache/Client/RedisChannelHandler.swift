@@ -133,9 +133,11 @@ final class RedisChannelHandler: ChannelDuplexHandler {
             ids.append(nextID)
         }
         load.add(ids.count)
-        let first = ids[0]
+        // Replies come in order, so the batch is late exactly when its last reply is: watching the first would let a
+        // server that answers only part of a pipeline hold the rest for ever.
+        let last = ids[ids.count - 1]
         batch.timer = context.eventLoop.assumeIsolated().scheduleTask(in: request.timeout) { [self] in
-            perform(machine.timedOut(first))
+            perform(machine.timedOut(last))
         }
         for id in ids { perform(machine.enqueue(id), flush: false) }
         context.flush()

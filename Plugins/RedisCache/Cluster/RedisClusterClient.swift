@@ -18,6 +18,8 @@ final class RedisClusterClient: RedisCommandExecutor {
     private let minimumRefreshInterval: Double
     private let clock: @Sendable () -> Double
     private let makePool: @Sendable (RedisEndpoint) -> RedisConnectionPool
+    /// The whole of one ``send(_:routingKey:)``, redirects and retries included, seconds.
+    private let commandTimeout: Double
 
     private struct State {
         var map: ClusterSlotMap?
@@ -31,9 +33,10 @@ final class RedisClusterClient: RedisCommandExecutor {
     private let state = Mutex(State())
 
     init(
-        seeds: [RedisEndpoint], usesTLS: Bool, minimumRefreshInterval: Double = 0.1,
+        seeds: [RedisEndpoint], usesTLS: Bool, minimumRefreshInterval: Double = 0.1, commandTimeout: Double = 0.25,
         clock: @escaping @Sendable () -> Double, makePool: @escaping @Sendable (RedisEndpoint) -> RedisConnectionPool
     ) {
+        self.commandTimeout = commandTimeout
         self.seeds = seeds
         self.usesTLS = usesTLS
         self.minimumRefreshInterval = minimumRefreshInterval
@@ -49,8 +52,18 @@ final class RedisClusterClient: RedisCommandExecutor {
 
     // MARK: RedisCommandExecutor
 
+    /// Sends `commands` to the node of their slot, following redirects; every command sent for the call, across
+    /// redirects and retries, fits in one command timeout (a slot-map read, shared by every caller and bounded by
+    /// its own timeouts, is not counted).
     func send(_ commands: [RedisCommand], routingKey: String?) async throws(RedisClientError) -> [RESPValue] {
         let slot = routingKey.map { HashSlot.slot(forKey: $0) } ?? 0
+        let deadline = clock() + commandTimeout
+        /// What is left of the call's time; throws once it is spent.
+        func remaining() throws(RedisClientError) -> TimeAmount {
+            let left = deadline - clock()
+            guard left > 0 else { throw RedisClientError(.timedOut, "no reply for slot \(slot) within the command timeout") }
+            return .nanoseconds(Int64(left * 1e9))
+        }
         var ask: RedisEndpoint?
         var retriedUnreachable = false
         for _ in 0...maxRedirects {
@@ -69,15 +82,18 @@ final class RedisClusterClient: RedisCommandExecutor {
             do throws(RedisClientError) {
                 if ask != nil {
                     let asking = RedisCommand(["ASKING"])
-                    let all = try await pool(for: target).send(commands.flatMap { [asking, $0] }).redisValue()
+                    let all = try await pool(for: target).send(
+                        commands.flatMap { [asking, $0] }, timeout: try remaining()
+                    ).redisValue()
                     replies = stride(from: 1, to: all.count, by: 2).map { all[$0] }
                 } else {
-                    replies = try await pool(for: target).send(commands).redisValue()
+                    replies = try await pool(for: target).send(commands, timeout: try remaining()).redisValue()
                 }
             } catch {
                 guard !retriedUnreachable, error.kind != .timedOut, error.kind != .server else { throw error }
                 retriedUnreachable = true
                 ask = nil
+                _ = try remaining()
                 _ = try? await refreshMap(force: true)
                 continue
             }
@@ -95,6 +111,7 @@ final class RedisClusterClient: RedisCommandExecutor {
             if replies.contains(where: {
                 if case .error(let message) = $0 { message.hasPrefix("TRYAGAIN") } else { false }
             }) {
+                _ = try remaining()
                 try? await Task.sleep(nanoseconds: 10_000_000)
                 continue
             }

@@ -56,4 +56,17 @@ extension RedisCommand {
     }
 
     static func del(_ keys: [String]) -> RedisCommand { RedisCommand(["DEL"] + keys) }
+
+    /// `STRLEN key`: the entry's length, 0 when absent.
+    static func strlen(_ key: String) -> RedisCommand { RedisCommand(["STRLEN", key]) }
+
+    /// `GETRANGE key 0 limit-1`: at most `limit` bytes of the entry, so no reply exceeds what the reader accepts.
+    static func getPrefix(_ key: String, limit: Int) -> RedisCommand {
+        RedisCommand(["GETRANGE", key, "0", String(max(0, limit - 1))])
+    }
+
+    /// `EVAL script 1 key args…`.
+    static func eval(_ script: String, key: String, _ arguments: [String]) -> RedisCommand {
+        RedisCommand(["EVAL", script, "1", key] + arguments)
+    }
 }

@@ -1,77 +1,175 @@
 import Foundation
 
-/// Builds cache keys: one documented, deterministic format.
+/// Builds cache keys: one documented, deterministic format that is injective by construction.
 ///
-/// `base` is the cache-key filter's result, else the URL's absolute string. Then, in this order and each only
-/// when it applies: `-partition(<key>)` (``ImageContextOption/cachePartitionKey``), `-thumbnail(WxH,fit|fill)`,
-/// `-orientation(raw)` (decode options that keep raw EXIF pixels), `-<transformerKey>`. When anything was added
-/// and the URL path has a short alphanumeric extension (1–5 characters), `.<ext>` is appended again so the key
-/// still ends in the image's extension (the disk cache names files after it). The original key is the base
-/// plus the partition part, so a partitioned load's original is partitioned too:
+/// A key is a sequence of tokens separated by single spaces. The first token is the base — the cache-key
+/// filter's string, else the URL's absolute string — and each further token is one part, `name(value)`, in this
+/// order and only when it applies: `partition(<key>)` (``ImageContextOption/cachePartitionKey``),
+/// `thumbnail(WxH,fit|fill[,up])`, `orientation(raw)`, `frames(first)`, `decode(<parts>)` (decode options added by
+/// plugins, such as a custom coder's options), `transform(<transformerKey>)`. When a part was added and the URL
+/// path has a short alphanumeric extension (1–5 characters), a last token `.<ext>` repeats it, so the key still
+/// ends in the image's extension.
 ///
-///     https://h/a.png                      (no thumbnail, no transformer)
-///     https://h/a.png-thumbnail(256x256,fit)-resize(100x100,aspectFit,lanczos3).png
-///     https://h/a.png-partition(tenant-7).png                      (its original key)
+/// In the base and in every value, `\` is written `\\` and a space `\s`, so no token contains an unescaped space
+/// and each key splits back into exactly one (base, parts) tuple: no URL, however it is spelled, can produce the
+/// key of another URL, partition or option set. A URL's absolute string never contains a space or a backslash,
+/// so a plain load's key is its URL verbatim (as in earlier versions); a filter that returns such characters gets
+/// them escaped. The original key is the base plus the partition part:
+///
+///     https://h/a.png                                                          (no part)
+///     https://h/a.png thumbnail(256x256,fit) transform(resize(100x100,aspectFit,lanczos3)) .png
+///     https://h/a.png partition(tenant-7) .png                                 (its original key)
+///
+/// ``CacheKeyFormat/version`` names this format; caches that derive names from keys (files, Redis keys) mix it
+/// into the name, so entries written under an earlier format are clean misses.
 enum CacheKeys {
-    /// The thumbnail part, e.g. `thumbnail(256x256,fit)`.
-    static func thumbnailSuffix(_ size: PixelSize, preserveAspectRatio: Bool) -> String {
-        "thumbnail(\(size.width)x\(size.height),\(preserveAspectRatio ? "fit" : "fill"))"
+    /// The parts of a key besides its base, each nil or false when it does not apply.
+    struct Parts {
+        var partition: String?
+        var thumbnail: PixelSize?
+        var fill = false
+        /// The thumbnail may be larger than its source (``ImageDecodeOptions/allowsThumbnailUpscaling``).
+        var scaleUp = false
+        var rawOrientation = false
+        var firstFrame = false
+        var decode: String?
+        var transformer: String?
+
+        /// True when no part applies (the key is the base alone).
+        var isEmpty: Bool {
+            partition == nil && thumbnail == nil && !rawOrientation && !firstFrame && decode == nil
+                && transformer == nil
+        }
     }
 
-    /// The partition part, e.g. `partition(tenant-7)`.
-    static func partitionPart(_ partition: String) -> String { "partition(\(partition))" }
+    /// The thumbnail value, e.g. `256x256,fit`, or `256x256,fit,up` for a thumbnail that may scale up.
+    static func thumbnailValue(_ size: PixelSize, fill: Bool, scaleUp: Bool) -> String {
+        "\(size.width)x\(size.height),\(fill ? "fill" : "fit")\(scaleUp ? ",up" : "")"
+    }
 
-    /// The part of decodes that keep raw (un-oriented) pixels.
-    static let rawOrientationPart = "orientation(raw)"
-
-    /// The key for `base` with the given parts, in this order (nil and empty parts are skipped).
+    /// The key for `base` and `parts`, with `url`'s short extension last when a part was added.
     ///
     /// Written in one pass into a buffer of the exact size: one allocation, no appends.
-    static func key(
-        base: String, url: URL, absoluteString: String, partition: String? = nil, thumbnail: String? = nil,
-        orientation: String? = nil, transformer: String? = nil
-    ) -> String {
-        let length = partLength(partition) + partLength(thumbnail) + partLength(orientation) + partLength(transformer)
-        guard length > 0 else { return base }
+    static func key(base: String, url: URL, absoluteString: String, parts: Parts) -> String {
+        let baseLength = escapedLength(base)
+        guard !parts.isEmpty else {
+            return baseLength == base.utf8.count ? base : escaped(base, length: baseLength)
+        }
+        let thumbnail = parts.thumbnail.map { thumbnailValue($0, fill: parts.fill, scaleUp: parts.scaleUp) }
+        var length = baseLength
+        length += partLength("partition", parts.partition)
+        length += partLength("thumbnail", thumbnail)
+        length += parts.rawOrientation ? partLength("orientation", "raw") : 0
+        length += parts.firstFrame ? partLength("frames", "first") : 0
+        length += partLength("decode", parts.decode)
+        length += partLength("transform", parts.transformer)
         let ext = URLScan.shortExtension(of: url, absoluteString: absoluteString)
-        let total = base.utf8.count + length + (ext.map { 1 + $0.count } ?? 0)
-        return String(unsafeUninitializedCapacity: total) { buffer in
-            var offset = 0
-            write(base, separator: nil, into: buffer, at: &offset)
-            write(partition, separator: dash, into: buffer, at: &offset)
-            write(thumbnail, separator: dash, into: buffer, at: &offset)
-            write(orientation, separator: dash, into: buffer, at: &offset)
-            write(transformer, separator: dash, into: buffer, at: &offset)
+        length += ext.map { 2 + $0.count } ?? 0
+        return String(unsafeUninitializedCapacity: length) { buffer in
+            var writer = Writer(buffer: buffer)
+            writer.writeEscaped(base)
+            writer.writePart("partition", parts.partition)
+            writer.writePart("thumbnail", thumbnail)
+            if parts.rawOrientation { writer.writePart("orientation", "raw") }
+            if parts.firstFrame { writer.writePart("frames", "first") }
+            writer.writePart("decode", parts.decode)
+            writer.writePart("transform", parts.transformer)
             if let ext {
-                buffer[offset] = dot
-                offset += 1
+                writer.write(space)
+                writer.write(dot)
                 withUnsafeBytes(of: ext.packed.littleEndian) { bytes in
-                    for index in 0..<ext.count { buffer[offset + index] = bytes[index] }
+                    for index in 0..<ext.count { writer.write(bytes[index]) }
                 }
-                offset += ext.count
             }
-            return offset
+            return writer.offset
         }
     }
 
-    private static let dash = UInt8(ascii: "-")
+    /// A composite key of tagged fields, injective the same way (escaped values, one space between fields): the
+    /// manager's job keys, so two loads share a job only when every field is equal.
+    static func composite(_ fields: [(tag: String, value: String)]) -> String {
+        var result = ""
+        for (index, field) in fields.enumerated() {
+            if index > 0 { result.append(" ") }
+            result.append(field.tag)
+            result.append("(")
+            result.append(escaped(field.value, length: escapedLength(field.value)))
+            result.append(")")
+        }
+        return result
+    }
+
+    private static let space = UInt8(ascii: " ")
+    private static let backslash = UInt8(ascii: "\\")
     private static let dot = UInt8(ascii: ".")
 
-    private static func partLength(_ part: String?) -> Int {
-        guard let part, !part.isEmpty else { return 0 }
-        return 1 + part.utf8.count
+    /// The length of `text` once escaped (its own length when nothing needs escaping).
+    static func escapedLength(_ text: String) -> Int {
+        let scan = { (bytes: UnsafeBufferPointer<UInt8>) -> Int in
+            var extra = 0
+            for byte in bytes where byte == space || byte == backslash { extra += 1 }
+            return bytes.count + extra
+        }
+        if let length = text.utf8.withContiguousStorageIfAvailable(scan) { return length }
+        var copy = text
+        copy.makeContiguousUTF8()
+        return copy.utf8.withContiguousStorageIfAvailable(scan) ?? 0
     }
 
-    /// Writes `separator` and `part` (nothing when `part` is nil or empty) at `offset`.
-    private static func write(
-        _ part: String?, separator: UInt8?, into buffer: UnsafeMutableBufferPointer<UInt8>, at offset: inout Int
-    ) {
-        guard let part, !part.isEmpty else { return }
-        if let separator {
-            buffer[offset] = separator
+    /// `text` escaped: `\` as `\\`, a space as `\s`.
+    static func escaped(_ text: String, length: Int) -> String {
+        String(unsafeUninitializedCapacity: length) { buffer in
+            var writer = Writer(buffer: buffer)
+            writer.writeEscaped(text)
+            return writer.offset
+        }
+    }
+
+    /// The bytes of ` name(value)`, nothing when `value` is nil.
+    private static func partLength(_ name: StaticString, _ value: String?) -> Int {
+        guard let value else { return 0 }
+        return 1 + name.utf8CodeUnitCount + 2 + escapedLength(value)
+    }
+
+    private struct Writer {
+        let buffer: UnsafeMutableBufferPointer<UInt8>
+        var offset = 0
+
+        mutating func write(_ byte: UInt8) {
+            buffer[offset] = byte
             offset += 1
         }
-        let (_, end) = UnsafeMutableBufferPointer(rebasing: buffer[offset...]).initialize(from: part.utf8)
-        offset += end
+
+        mutating func writeEscaped(_ text: String) {
+            for byte in text.utf8 {
+                switch byte {
+                case CacheKeys.backslash:
+                    write(CacheKeys.backslash)
+                    write(CacheKeys.backslash)
+                case CacheKeys.space:
+                    write(CacheKeys.backslash)
+                    write(UInt8(ascii: "s"))
+                default: write(byte)
+                }
+            }
+        }
+
+        mutating func writePart(_ name: StaticString, _ value: String?) {
+            guard let value else { return }
+            write(CacheKeys.space)
+            name.withUTF8Buffer { for byte in $0 { write(byte) } }
+            write(UInt8(ascii: "("))
+            writeEscaped(value)
+            write(UInt8(ascii: ")"))
+        }
     }
+}
+
+/// The version of the cache-key format (see ``ImageManager/cacheKey(for:options:context:)``).
+///
+/// Caches that derive names from keys (DiskCache's file names, RedisCache's keys) mix it into the name, so an
+/// entry written under an earlier key format is a clean miss rather than an entry read under another meaning.
+public enum CacheKeyFormat {
+    /// 2: space-separated, escaped `name(value)` parts (injective); 1 joined parts with `-`, unescaped.
+    public static let version = 2
 }

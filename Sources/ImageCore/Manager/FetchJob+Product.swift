@@ -9,9 +9,11 @@ extension FetchJob {
     func decode(_ key: DecodeKey, _ source: FetchSource, _ info: FetchSubscriber) {
         switch source.content {
         case .originalImage(let image, _):
-            let decoded = DecodedImage(
-                image: Self.applyDecodeOptions(key.options, to: image), sourceFrameCount: image.frameCount)
-            event { $0.machine.decodeFinished(key, decoded) }
+            do {
+                let decoded = DecodedImage(
+                    image: try Self.applyDecodeOptions(key.options, to: image), sourceFrameCount: image.frameCount)
+                event { $0.machine.decodeFinished(key, decoded) }
+            } catch { event { $0.machine.decodeFailed(key, error) } }
         case .originalBytes(let data), .productBytes(let data):
             do {
                 guard !data.isEmpty else { throw ImageError(.badImageData, stage: .decode, message: "empty data") }
@@ -22,18 +24,23 @@ extension FetchJob {
             } catch {
                 let imageError = ImageError.wrap(error, as: .badImageData, stage: .decode)
                 if case .download = source.origin { manager.recordFailure(imageError, plan: info.plan) }
-                event { $0.machine.decodeFailed(key, imageError) }
+                event { state in
+                    if state.failure == nil { state.failure = imageError }
+                    return state.machine.decodeFailed(key, imageError)
+                }
             }
         }
     }
 
     /// An image that is already decoded (a loader's own, or the original's memory entry) gets the decode options
-    /// that can be applied to pixels: first frame only, and the thumbnail size of a still image.
-    private static func applyDecodeOptions(_ options: ImageDecodeOptions, to image: Image) -> Image {
+    /// that can be applied to pixels: first frame only, and the thumbnail size of a still image (scaled up, too,
+    /// with `allowsThumbnailUpscaling`, within the pixel budget).
+    private static func applyDecodeOptions(_ options: ImageDecodeOptions, to image: Image) throws(ImageError) -> Image {
         var image = image
         if options.firstFrameOnly, image.isAnimated { image = image.with(frames: [image.frames[0]]) }
         let target = options.targetSize(forSourceWidth: image.width, height: image.height)
-        if !image.isAnimated, target.width < image.width || target.height < image.height {
+        if !image.isAnimated, target.width != image.width || target.height != image.height {
+            if target.width > image.width || target.height > image.height { try options.checkUpscaledBudget(target) }
             var metadata = image.metadata
             metadata.sourcePixelWidth = metadata.sourcePixelWidth ?? image.width
             metadata.sourcePixelHeight = metadata.sourcePixelHeight ?? image.height
@@ -80,16 +87,25 @@ extension FetchJob {
                 }
             }
             let canonical = plan.isCanonical(
-                decoded: decoded.image, sourceFrameCount: decoded.sourceFrameCount, transformSkipped: transformSkipped)
-            // Only a plain key's canonical image is exactly the decode of the original bytes.
-            let exactBytes = canonical && !plan.isDerived && plan.transformer == nil
+                decoded: decoded.image, transformSkipped: transformSkipped)
+            // A plain key's canonical image is exactly the decode of the original bytes; so is the first frame of a
+            // still source when nothing else changed it (the decode observed one frame).
+            let firstFrameOfStill = plan.isDerivedOnlyByFirstFrame && decoded.sourceFrameCount == 1
+            let exactBytes = canonical && plan.transformer == nil && (!plan.isDerived || firstFrameOfStill)
             product = FetchProduct(
                 image: image, data: exactBytes ? source.originalData : nil, canonical: canonical ? image : nil)
         }
         // The store may finish before or after the product is marked ready; both events run under the lock, so a
-        // load waiting for the store (`.waitStoreCache`) is delivered exactly when both happened.
-        manager.store(product, source: source, plan: plan) {
+        // load waiting for the store (`.waitStoreCache`) is delivered exactly when both happened. The job settles
+        // (ends its cache misses) only after the store, so a fleet lease ends after the entry is written.
+        state.withLock { state in
+            state.pendingStores += 1
+            state.madeProduct = true
+        }
+        manager.store(product, source: source, plan: plan) { storedKeys in
             self.event { state in
+                state.pendingStores -= 1
+                state.storedKeys.formUnion(storedKeys)
                 state.storedProducts.insert(key)
                 return state.machine.productStored(key)
             }

@@ -1,20 +1,29 @@
 import Foundation
 
-// Progressive previews: one incremental decoder per job, fed the newest bytes, one decode at a time; each preview
-// is transformed like the final image (a thumbnail view never shows full-size partials, as in Nuke).
+// Progressive previews: one incremental decoder per decode key in use (at most `maxPreviewDecoders`), fed the
+// newest bytes, one decode at a time; each preview goes only to the loads of its decode key (their thumbnail size,
+// budget and coder), transformed like the final image (a thumbnail view never shows full-size partials, as in Nuke).
 extension FetchJob {
-    /// Holds the incremental decoder. `@unchecked Sendable`: only the drain loop that set `ProgressiveState.busy`
-    /// (under the job's lock) touches the decoder, so it is never used from two threads at once.
+    /// Holds an incremental decoder. `@unchecked Sendable`: only the drain loop that set its
+    /// `PreviewDecoder.busy` (under the job's lock) touches the decoder, so it is never used from two threads.
     final class DecoderBox: @unchecked Sendable {
         let decoder: any IncrementalImageDecoder
         init(_ decoder: any IncrementalImageDecoder) { self.decoder = decoder }
     }
 
-    struct ProgressiveState {
+    /// The previews of one decode key.
+    struct PreviewDecoder {
         var decoder: DecoderBox?
         var busy = false
         var latest: Data?
     }
+
+    struct ProgressiveState {
+        var decoders: [DecodeKey: PreviewDecoder] = [:]
+    }
+
+    /// Distinct decode keys that get previews; loads of further keys get only their final image.
+    static let maxPreviewDecoders = 4
 
     /// Forwards progress to every subscriber and feeds progressive decoding.
     func progress(_ progress: LoadProgress) {
@@ -22,52 +31,64 @@ extension FetchJob {
         for subscriber in subscribers {
             subscriber.info.operation.reportProgress(received: progress.receivedBytes, expected: progress.expectedBytes)
         }
-        guard let partial = progress.partialData,
-            let first = subscribers.first(where: { $0.info.plan.options.contains(.progressiveLoad) })
-        else { return }
-        let coder = (first.info.plan.decoder as? any ProgressiveImageCoder) ?? manager.coders
-        decodePreview(partial, options: first.decodeKey.options, coder: coder)
+        guard let partial = progress.partialData else { return }
+        var started: Set<DecodeKey> = []
+        for subscriber in subscribers where subscriber.info.plan.options.contains(.progressiveLoad) {
+            guard started.insert(subscriber.decodeKey).inserted else { continue }
+            let coder = (subscriber.info.plan.decoder as? any ProgressiveImageCoder) ?? manager.coders
+            decodePreview(partial, key: subscriber.decodeKey, coder: coder)
+        }
     }
 
-    /// Feeds the bytes so far to one incremental decoder, one decode at a time; newer bytes replace queued ones.
-    private func decodePreview(_ data: Data, options: ImageDecodeOptions, coder: any ProgressiveImageCoder) {
+    /// Feeds the bytes so far to the key's incremental decoder, one decode at a time; newer bytes replace queued ones.
+    private func decodePreview(_ data: Data, key: DecodeKey, coder: any ProgressiveImageCoder) {
         let start = state.withLock { state -> Bool in
             var progressive = state.progressive ?? ProgressiveState()
-            progressive.latest = data
             defer { state.progressive = progressive }
-            guard !progressive.busy else { return false }
-            progressive.busy = true
+            guard var preview = progressive.decoders[key] ?? newPreviewDecoder(count: progressive.decoders.count)
+            else { return false }
+            defer { progressive.decoders[key] = preview }
+            preview.latest = data
+            guard !preview.busy else { return false }
+            preview.busy = true
             return true
         }
-        if start { manager.workPool.submit { self.drainPreviews(options: options, coder: coder) } }
+        if start { manager.workPool.submit { self.drainPreviews(key: key, coder: coder) } }
     }
 
-    private func drainPreviews(options: ImageDecodeOptions, coder: any ProgressiveImageCoder) {
+    private func newPreviewDecoder(count: Int) -> PreviewDecoder? {
+        count < Self.maxPreviewDecoders ? PreviewDecoder() : nil
+    }
+
+    private func drainPreviews(key: DecodeKey, coder: any ProgressiveImageCoder) {
         while true {
             // The decoder is only touched by the one drain loop that holds `busy`, so it runs outside the lock.
             let next = state.withLock { state -> (Data, DecoderBox?)? in
-                guard var progressive = state.progressive, let data = progressive.latest, !state.machine.isFinished
+                guard var preview = state.progressive?.decoders[key], let data = preview.latest,
+                    !state.machine.isFinished
                 else {
-                    state.progressive?.busy = false
+                    state.progressive?.decoders[key]?.busy = false
                     return nil
                 }
-                progressive.latest = nil
-                state.progressive = progressive
-                return (data, progressive.decoder)
+                preview.latest = nil
+                state.progressive?.decoders[key] = preview
+                return (data, preview.decoder)
             }
             guard let (data, existing) = next else { return }
-            let box = existing ?? DecoderBox(coder.makeIncrementalDecoder(options: options))
-            if existing == nil { state.withLock { $0.progressive?.decoder = box } }
+            let box = existing ?? DecoderBox(coder.makeIncrementalDecoder(options: key.options))
+            if existing == nil { state.withLock { $0.progressive?.decoders[key]?.decoder = box } }
             box.decoder.update(data, isFinal: false)
             guard let preview = try? box.decoder.currentImage(), preview.metadata.isPartial else { continue }
-            deliverPreview(preview)
+            deliverPreview(preview, key: key)
         }
     }
 
-    /// Delivers `preview` to every progressive subscriber, transformed once per distinct transformer.
-    private func deliverPreview(_ preview: Image) {
+    /// Delivers `preview` to every progressive subscriber of `key`, transformed once per distinct transformer.
+    private func deliverPreview(_ preview: Image, key: DecodeKey) {
         let subscribers = state.withLock { state in
-            state.machine.subscribers.values.filter { $0.info.plan.options.contains(.progressiveLoad) }
+            state.machine.subscribers.values.filter {
+                $0.decodeKey == key && $0.info.plan.options.contains(.progressiveLoad)
+            }
         }
         var transformed: [String: Image] = [:]
         for subscriber in subscribers {

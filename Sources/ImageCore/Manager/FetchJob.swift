@@ -9,7 +9,7 @@ struct FetchSubscriber: Sendable {
     let fallback: (@Sendable (ImageLoadOperation) -> Void)?
 }
 
-/// A decode's result: the image and the source's frame count when its header told it.
+/// A decode's result: the image and the source's frame count when the coder's probe told it.
 struct DecodedImage: Sendable {
     var image: Image
     var sourceFrameCount: Int?
@@ -36,6 +36,34 @@ final class FetchJob: Sendable {
         var removed = false
         var removedEntry = false
         var progressive: ProgressiveState?
+        /// The subscribers' cache misses, ended once the job settles (see ``MissClaim``).
+        var claims: [MissClaim] = []
+        /// Stores started and not yet finished; the job settles only after the last.
+        var pendingStores = 0
+        /// Keys whose bytes were handed to a cache's disk levels.
+        var storedKeys: Set<String> = []
+        /// True once a product was made (a key without a store then was not stored on purpose).
+        var madeProduct = false
+        /// The error that ended the fetch, if one did.
+        var failure: ImageError?
+        /// True once the claims were ended.
+        var settled = false
+
+        /// When the job is done with every key (every subscriber served or gone, every store finished): the claims
+        /// to end, with the outcome each key saw. Nil while work remains or after it settled.
+        mutating func settle() -> [(MissClaim, CacheMissOutcome)]? {
+            guard !settled, machine.isFinished, pendingStores == 0 else { return nil }
+            settled = true
+            defer { claims = [] }
+            return claims.map { claim in
+                if storedKeys.contains(claim.key) { return (claim, .stored) }
+                if let failure {
+                    let permanent = !failure.isCancellation && ImageLoaderPolicy.isPermanentFailure(failure)
+                    return (claim, permanent ? .notStored : .abandoned)
+                }
+                return (claim, madeProduct ? .notStored : .abandoned)
+            }
+        }
     }
 
     let key: String
@@ -60,10 +88,13 @@ final class FetchJob: Sendable {
 
     // MARK: Events in
 
-    /// Adds a subscriber; nil when the job already finished (the caller then makes a new job).
-    func subscribe(_ subscriber: Machine.Subscriber) -> [Machine.Action]? {
+    /// Adds a subscriber and takes over its cache misses; nil when the job already finished (the caller then makes
+    /// a new job and hands them to it).
+    func subscribe(_ subscriber: Machine.Subscriber, claims: [MissClaim]) -> [Machine.Action]? {
         state.withLock { state in
-            state.machine.isFinished ? nil : state.machine.subscribe(subscriber)
+            guard !state.machine.isFinished else { return nil }
+            state.claims += claims
+            return state.machine.subscribe(subscriber)
         }
     }
 
@@ -79,29 +110,37 @@ final class FetchJob: Sendable {
 
     func sourceSucceeded(_ source: FetchSource) { event { $0.machine.sourceFinished(source) } }
 
-    func sourceFailed(_ error: ImageError) { event { $0.machine.sourceFailed(error) } }
+    func sourceFailed(_ error: ImageError) {
+        event { state in
+            if state.failure == nil { state.failure = error }
+            return state.machine.sourceFailed(error)
+        }
+    }
 
     /// Runs an event on the machine, then its actions outside the lock.
     func event(_ body: (inout State) -> [Machine.Action]) {
-        let (actions, finished) = state.withLock { state -> ([Machine.Action], Bool) in
+        let (actions, finished, ended) = state.withLock {
+            state -> ([Machine.Action], Bool, [(MissClaim, CacheMissOutcome)]?) in
             let actions = body(&state)
             let finished = state.machine.isFinished && !state.removed
             if finished { state.removed = true }
-            return (actions, finished)
+            return (actions, finished, state.settle())
         }
         perform(actions)
         if finished { manager.removeJob(self) }
+        if let ended { for (claim, outcome) in ended { claim.end(outcome) } }
     }
 
     /// Performs the actions of a subscription, then forgets the job if that subscription finished it.
     func performAndSettle(_ actions: [Machine.Action]) {
         perform(actions)
-        let finished = state.withLock { state -> Bool in
-            guard state.machine.isFinished && !state.removed else { return false }
-            state.removed = true
-            return true
+        let (finished, ended) = state.withLock { state -> (Bool, [(MissClaim, CacheMissOutcome)]?) in
+            let finished = state.machine.isFinished && !state.removed
+            if finished { state.removed = true }
+            return (finished, state.settle())
         }
         if finished { manager.removeJob(self) }
+        if let ended { for (claim, outcome) in ended { claim.end(outcome) } }
     }
 
     // MARK: Actions out
@@ -147,7 +186,11 @@ final class FetchJob: Sendable {
     /// Fails subscribers, or — when this job's cache entry proved unusable — sends each on to its fallback.
     private func fail(_ subscribers: [FetchSubscriber], _ error: ImageError) {
         let unusable = error.code == .unusableCacheEntry
-        guard let origin = cacheOrigin, !error.isCancellation, error.stage == .decode || unusable else {
+        // An entry over this load's pixel budget is not broken: the load fails as a download of it would, and the
+        // entry stays for loads with a larger budget.
+        guard let origin = cacheOrigin, !error.isCancellation, error.code != .imageTooLarge,
+            error.stage == .decode || unusable
+        else {
             for subscriber in subscribers { subscriber.operation.finish(.failure(error)) }
             return
         }

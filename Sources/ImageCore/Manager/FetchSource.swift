@@ -85,6 +85,8 @@ struct ProductKey: Hashable, Sendable {
     var cacheKey: String?
     var transformerKey: String?
     var transformAnimated: Bool
+    /// The serializer that encodes the product's disk bytes.
+    var serializer: StrategyIdentity
     var storeCacheType: UInt8
     var originalStoreCacheType: UInt8
 }

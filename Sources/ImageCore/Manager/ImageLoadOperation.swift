@@ -40,6 +40,8 @@ public final class ImageLoadOperation: ImageOperation {
         var pending: [Delivery] = []
         /// A thread is running deliveries; others only enqueue.
         var draining = false
+        /// Cache misses this load holds until it joins a job (see ``MissClaim``).
+        var claims: [MissClaim] = []
     }
 
     /// The URL being loaded (nil for an invalid request).
@@ -144,6 +146,24 @@ public final class ImageLoadOperation: ImageOperation {
 
     func detachQuery() { state.withLock { $0.query = nil } }
 
+    /// Holds a query's miss until the load joins a job; a load that already finished ends it at once.
+    func addClaim(_ claim: MissClaim) {
+        let kept = state.withLock { state -> Bool in
+            guard !state.finished else { return false }
+            state.claims.append(claim)
+            return true
+        }
+        if !kept { claim.end(.abandoned) }
+    }
+
+    /// Hands the load's misses over (to the job it joins).
+    func takeClaims() -> [MissClaim] {
+        state.withLock { state in
+            defer { state.claims = [] }
+            return state.claims
+        }
+    }
+
     /// Delivers `result` as a non-final delivery (and remembers it for "not modified").
     func deliverCached(_ result: ImageResult) {
         enqueue(.result(.success(result.nonFinal()))) { state in
@@ -166,11 +186,13 @@ public final class ImageLoadOperation: ImageOperation {
     /// Delivers the final result, once. A cancelled load never delivers an image; a revalidation that found the
     /// cached copy current delivers the cached image with ``ImageResult/isNotModified``.
     func finish(_ result: Result<ImageResult, ImageError>) {
-        let decided = state.withLock { state -> (Result<ImageResult, ImageError>, Bool)? in
+        let decided = state.withLock { state -> (Result<ImageResult, ImageError>, Bool, [MissClaim])? in
             guard !state.finished else { return nil }
             state.finished = true
             state.query = nil
             state.subscription = nil
+            let claims = state.claims
+            state.claims = []
             var final = result
             if state.cancelled {
                 final = .failure(.cancelled())
@@ -182,9 +204,11 @@ public final class ImageLoadOperation: ImageOperation {
                         image: cached.image, data: cached.data, cacheType: cached.cacheType, url: cached.url,
                         cacheKey: cached.cacheKey, isFinal: true, isNotModified: true))
             }
-            return (final, Self.claim(&state, or: .result(final)))
+            return (final, Self.claim(&state, or: .result(final)), claims)
         }
-        guard let (final, start) = decided else { return }
+        guard let (final, start, claims) = decided else { return }
+        // Misses not handed to a job: this load ends without fetching for them.
+        for claim in claims { claim.end(.abandoned) }
         manager?.unregister(self)
         if start { startDrain(first: .result(final)) }
     }

@@ -20,22 +20,25 @@ extension ImageManager {
             return operation.finish(.failure(cached == nil ? refusal : ImageError(.cacheNotModified, stage: .download)))
         }
         var context = plan.context
-        var keyParts = ["load", url.absoluteString]
-        if plan.options.contains(.handleCookies) { keyParts.append("cookies") }
-        if plan.options.contains(.allowInvalidSSLCertificates) { keyParts.append("insecure") }
-        if let partition = plan.partitionKey { keyParts.append("partition:\(partition)") }
+        // Everything that changes the transfer is a field of the job's key (escaped: a partition or a validator can't
+        // spell another field), so loads share a download only when all of it is equal.
+        var fields: [(tag: String, value: String)] = [("load", url.absoluteString)]
+        if plan.options.contains(.handleCookies) { fields.append(("cookies", "")) }
+        if plan.options.contains(.allowInvalidSSLCertificates) { fields.append(("insecure", "")) }
+        if let partition = plan.partitionKey { fields.append(("partition", partition)) }
         let transferKey = plan.loader.transferKey(for: url, options: plan.options, context: plan.context)
-        if !transferKey.isEmpty { keyParts.append("transfer:\(transferKey)") }
+        if !transferKey.isEmpty { fields.append(("transfer", transferKey)) }
         if let cached {
             context.loaderCachedImage = cached.image
             context.loaderCachedMetadata = cached.metadata
-            keyParts.append("revalidate:\(cached.metadata?.etag ?? "")|\(cached.metadata?.lastModified ?? "")")
+            fields.append(("etag", cached.metadata?.etag ?? ""))
+            fields.append(("lastModified", cached.metadata?.lastModified ?? ""))
         }
-        if plan.isolatesDownload { keyParts.append("isolated:\(nextID())") }
+        if plan.isolatesDownload { fields.append(("isolated", String(nextID()))) }
         let loaderContext = context
         let recheck = cached == nil ? memoryRecheck(plan) : nil
         subscribe(
-            operation, plan, jobKey: keyParts.joined(separator: "|"), inline: false, decodeOptions: plan.decodeOptions,
+            operation, plan, jobKey: CacheKeys.composite(fields), inline: false, decodeOptions: plan.decodeOptions,
             cacheOrigin: nil, fallback: nil, recheck: recheck
         ) { job in
             var requestContext = loaderContext
@@ -89,8 +92,14 @@ extension ImageManager {
     }
 
     /// Puts the URL on the failed-URL list when the delegate (or else the loader) says the error is permanent.
+    ///
+    /// A verdict on the bytes (too large, undecodable, no coder) blocks the URL for every caller, so it counts only
+    /// when this load judged the bytes as any load would: with the manager's coders and budgets no stricter than
+    /// the defaults. A per-request budget, coder or coder option never blocks a URL; nor does a cancel or a
+    /// transient error (the loader's policy).
     func recordFailure(_ error: ImageError, plan: LoadPlan) {
         guard !error.isCancellation, error.code != .cacheNotModified else { return }
+        if Self.isVerdictOnBytes(error), !Self.judgesBytesAsAnyLoad(plan) { return }
         let block =
             delegate?.imageManager(self, shouldBlockFailedURL: plan.url, error: error)
             ?? plan.loader.shouldBlockFailedURL(plan.url, error: error)
@@ -98,5 +107,20 @@ extension ImageManager {
             let now = failedURLClock.value()
             failedURLs.withLock { $0.insert(plan.url, now: now) }
         }
+    }
+
+    private static func isVerdictOnBytes(_ error: ImageError) -> Bool {
+        [.imageTooLarge, .badImageData, .noCoder].contains(error.code)
+    }
+
+    /// True when `plan` decodes with the manager's coders, no coder options and budgets at least the defaults.
+    static func judgesBytesAsAnyLoad(_ plan: LoadPlan) -> Bool {
+        let options = plan.decodeOptions
+        let budget = options.animationBudget
+        let defaults = AnimationBudget.default
+        return plan.coder == nil && options.coderOptions.isEmpty
+            && options.maxPixelCount >= ImageDecodeOptions.defaultMaxPixelCount
+            && budget.maxFrameCount >= defaults.maxFrameCount && budget.maxPixelCount >= defaults.maxPixelCount
+            && budget.maxWorkPixelCount >= defaults.maxWorkPixelCount
     }
 }

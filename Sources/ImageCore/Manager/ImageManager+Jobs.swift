@@ -21,12 +21,13 @@ extension ImageManager {
         let productKey = ProductKey(
             decode: decodeKey, loadDecode: plan.decodeOptions, cacheKey: plan.key,
             transformerKey: plan.transformer?.transformerKey,
-            transformAnimated: plan.options.contains(.transformAnimatedImage),
+            transformAnimated: plan.options.contains(.transformAnimatedImage), serializer: plan.serializerIdentity,
             storeCacheType: plan.storeCacheType.rawValue, originalStoreCacheType: plan.originalStoreCacheType.rawValue)
         let subscriber = FetchJob.Machine.Subscriber(
             id: id, decodeKey: decodeKey, productKey: productKey,
             waitsForStore: plan.options.contains(.waitStoreCache),
             info: FetchSubscriber(operation: operation, plan: plan, fallback: fallback))
+        let claims = operation.takeClaims()
         var attempts = 0
         while true {
             let seen = jobs.withLock { $0.generation }
@@ -35,13 +36,16 @@ extension ImageManager {
             if let recheck {
                 let live = jobs.withLock { $0.jobs[jobKey] }
                 if live == nil || live?.isFinished == true {
-                    if let hit = recheck() { return operation.finish(.success(hit)) }
+                    if let hit = recheck() {
+                        for claim in claims { claim.end(.abandoned) }
+                        return operation.finish(.success(hit))
+                    }
                     lookedAfterEndOf = live
                 }
             }
             let joined = jobs.withLock { registry -> (FetchJob, [FetchJob.Machine.Action])? in
                 let existing = registry.jobs[jobKey]
-                if let existing, let actions = existing.subscribe(subscriber) {
+                if let existing, let actions = existing.subscribe(subscriber, claims: claims) {
                     return (existing, actions)
                 }
                 if recheck != nil && attempts < 100 {
@@ -51,7 +55,7 @@ extension ImageManager {
                 let job = FetchJob(
                     key: jobKey, manager: self, runsInline: inline, cacheOrigin: cacheOrigin, startSource: startSource)
                 registry.jobs[jobKey] = job
-                return (job, job.subscribe(subscriber) ?? [])
+                return (job, job.subscribe(subscriber, claims: claims) ?? [])
             }
             guard let (job, actions) = joined else {
                 attempts += 1

@@ -46,12 +46,11 @@ extension ImageManager {
             manager: self)
         let memory = queryMemory(url, lookup, context: effectiveContext, completed: completed)
         if case .hit(let operation) = memory { return operation }
-        let plan = LoadPlan(
-            url: url, lookup: lookup, context: effectiveContext, manager: self,
-            requestContext: context ?? ImageContext())
+        let plan = LoadPlan(url: url, lookup: lookup, context: effectiveContext, manager: self)
         let operation = ImageLoadOperation(
             url: url, manager: self, callbackQueue: plan.callbackQueue, progress: progress, completion: completed)
         if case .miss = memory {
+            if let key = plan.key { operation.addClaim(MissClaim(cache: plan.cache, key: key, levels: plan.queryCacheType)) }
             queryOriginalOrDownload(operation, plan)
         } else {
             queryKey(operation, plan, levels: plan.queryCacheType)
@@ -150,6 +149,7 @@ extension ImageManager {
             case .failure(let error) where error.isCancellation:
                 operation.finish(.failure(error))
             case .success, .failure:
+                operation.addClaim(MissClaim(cache: plan.cache, key: key, levels: levels))
                 self.queryOriginalOrDownload(operation, plan)
             }
         }
@@ -178,7 +178,7 @@ extension ImageManager {
         let source = FetchSource(
             content: plan.isDerived ? .productBytes(data) : .originalBytes(data),
             origin: .keyEntry(key: key, levels: hit.cacheType), response: nil)
-        let jobKey = "cache|\(hit.cacheType.rawValue)|\(key)"
+        let jobKey = CacheKeys.composite([("cache", String(hit.cacheType.rawValue)), ("key", key)])
         let decodeOptions = plan.isDerived ? plan.productDecodeOptions : plan.decodeOptions
         let inline = plan.options.contains(.queryDiskDataSync)
         guard plan.options.contains(.refreshCached) else {
@@ -223,6 +223,8 @@ extension ImageManager {
             operation.detachQuery()
             guard case .success(let hit?) = result else {
                 if case .failure(let error) = result, error.isCancellation { return operation.finish(.failure(error)) }
+                operation.addClaim(
+                    MissClaim(cache: plan.originalCache, key: originalKey, levels: plan.originalQueryCacheType))
                 return self.download(operation, plan, cached: nil)
             }
             // A still image's pixels serve any thumbnail (resampled); an animation's only at full size.
@@ -240,7 +242,10 @@ extension ImageManager {
                 content: content, origin: .originalEntry(key: originalKey, levels: hit.cacheType), response: nil)
             self.subscribe(
                 operation, plan,
-                jobKey: "original|\(image == nil ? "bytes" : "image")|\(hit.cacheType.rawValue)|\(originalKey)",
+                jobKey: CacheKeys.composite([
+                    ("original", image == nil ? "bytes" : "image"), ("levels", String(hit.cacheType.rawValue)),
+                    ("key", originalKey),
+                ]),
                 inline: plan.options.contains(.queryDiskDataSync), decodeOptions: plan.decodeOptions,
                 cacheOrigin: source.origin, fallback: { self.download($0, plan, cached: nil) }
             ) { job in

@@ -13,6 +13,8 @@ extension ImageManager {
         let cacheType: ImageCacheType
         /// The disk bytes come from the serializer: encoded after the memory store, off the delivery path.
         var serializes = false
+        /// Bytes that decode to exactly `image`, handed to the serializer (the default one stores them as they are).
+        var exactData: Data? = nil
     }
 
     /// Stores a fetch's result per the plan, then calls `completion` once every store finished.
@@ -28,14 +30,17 @@ extension ImageManager {
     ///   ``cachesPrivateResponses``.
     ///
     /// Store failures are logged and never fail the load. Runs on the CPU pool (the serializer may encode).
-    func store(_ product: FetchProduct, source: FetchSource, plan: LoadPlan, completion: @escaping @Sendable () -> Void)
-    {
-        guard let key = plan.key else { return completion() }
+    /// `completion` gets the keys whose bytes were handed to disk levels (what ``CacheMissOutcome/stored`` means).
+    func store(
+        _ product: FetchProduct, source: FetchSource, plan: LoadPlan,
+        completion: @escaping @Sendable (Set<String>) -> Void
+    ) {
+        guard let key = plan.key else { return completion([]) }
         if let response = source.response {
             let control = response.cacheControl
             if control.noStore || (control.isPrivate && !plan.cachesPrivateResponses) {
                 counters.withLock { $0.responsesNotStored += 1 }
-                return completion()
+                return completion([])
             }
         }
         var requests: [StoreRequest] = []
@@ -58,7 +63,7 @@ extension ImageManager {
                     requests.append(
                         StoreRequest(
                             cache: plan.cache, image: canonical, data: nil, metadata: derivedMetadata(canonical),
-                            key: key, cacheType: plan.storeCacheType, serializes: true))
+                            key: key, cacheType: plan.storeCacheType, serializes: true, exactData: product.data))
                 }
             } else if plan.storeCacheType != .none {
                 // The bytes are the original whatever the product; the image only when it is what the key means.
@@ -83,7 +88,7 @@ extension ImageManager {
                 requests.append(
                     StoreRequest(
                         cache: plan.cache, image: canonical, data: nil, metadata: derivedMetadata(canonical), key: key,
-                        cacheType: plan.storeCacheType, serializes: true))
+                        cacheType: plan.storeCacheType, serializes: true, exactData: product.data))
             }
         }
         perform(requests, plan: plan, completion: completion)
@@ -91,7 +96,9 @@ extension ImageManager {
 
     /// Runs the stores. A serialized variant goes to memory now (before the fetch ends, which the download recheck
     /// relies on) and is encoded for disk afterwards on the pool, so the encode never delays delivery.
-    private func perform(_ requests: [StoreRequest], plan: LoadPlan, completion: @escaping @Sendable () -> Void) {
+    private func perform(
+        _ requests: [StoreRequest], plan: LoadPlan, completion: @escaping @Sendable (Set<String>) -> Void
+    ) {
         var immediate: [StoreRequest] = []
         var deferred: [StoreRequest] = []
         for request in requests {
@@ -107,9 +114,11 @@ extension ImageManager {
             }
             deferred.append(request)
         }
-        guard !immediate.isEmpty || !deferred.isEmpty else { return completion() }
-        let countdown = Countdown(immediate.count + deferred.count, completion)
+        guard !immediate.isEmpty || !deferred.isEmpty else { return completion([]) }
+        let storedKeys = Locked<Set<String>>([])
+        let countdown = Countdown(immediate.count + deferred.count) { completion(storedKeys.value) }
         let store: @Sendable (StoreRequest, Data?, ImageCacheType) -> Void = { request, data, cacheType in
+            if data != nil, cacheType.contains(.disk) { storedKeys.withLock { _ = $0.insert(request.key) } }
             request.cache.store(
                 request.image, data: data, metadata: request.metadata, forKey: request.key, cacheType: cacheType
             ) { result in
@@ -135,9 +144,9 @@ extension ImageManager {
                     countdown.tick()
                     continue
                 }
-                // A derived key's bytes are always the serializer's encoding of the product: never the original's
-                // bytes, which would decode to something else than the key means.
-                let data = plan.serializer.cacheData(for: image, originalData: nil, imageURL: plan.url)
+                // A derived key's bytes are the serializer's encoding of the product: the original's bytes only when
+                // they decode to exactly the product (the first frame of a still), else they mean something else.
+                let data = plan.serializer.cacheData(for: image, originalData: request.exactData, imageURL: plan.url)
                 if data == nil { self.log("cache serializer produced no bytes for key \(request.key)") }
                 store(request, data, .disk)
             }

@@ -226,14 +226,22 @@ public final class ImageManager: Sendable {
         for operation in operations { operation.cancel() }
     }
 
-    /// The cache key the manager uses for `url` under `context` (filter, partition, thumbnail, orientation and
-    /// transformer applied; options never change keys, see the key table in ARCHITECTURE.md).
+    /// The cache key a load of `url` with `options` and `context` uses: the manager's filter, transformer and options
+    /// processor applied as a load applies them, then the partition, thumbnail, orientation, first-frame, decode
+    /// and transformer parts (see the key table in ARCHITECTURE.md and ``CacheKeyFormat``).
     ///
     /// Returns nil for a nil URL or when the filter makes the URL uncacheable.
-    public func cacheKey(for url: URL?, context: ImageContext? = nil) -> String? {
+    public func cacheKey(for url: URL?, options: ImageOptions = [], context: ImageContext? = nil) -> String? {
         guard let url else { return nil }
-        let merged = mergedContext(context ?? ImageContext())
-        let decode = LoadPlan.decodeOptions(options: [], context: merged)
+        var effectiveOptions = options
+        var merged = mergedContext(context ?? ImageContext())
+        let settings = loadSettings
+        if settings.hasOptionsProcessor, let processor = settings.optionsProcessor {
+            let processed = processor.processedResult(for: url, options: effectiveOptions, context: merged)
+            effectiveOptions = processed.options
+            merged = processed.context
+        }
+        let decode = LoadPlan.decodeOptions(options: effectiveOptions, context: merged)
         return LoadPlan.keys(for: url, absoluteString: url.absoluteString, context: merged, decodeOptions: decode).key
     }
 

@@ -26,6 +26,9 @@ final class LoadPlan: Sendable {
     /// The coder that decodes: the context's, else the manager's registry.
     let decoder: any ImageCoder
     let serializer: any CacheSerializer
+    /// What makes this load's serializer the same as another's (part of the product key, so loads naming the same
+    /// serializer — the manager's, one instance, or equal values — share one transform and one store).
+    let serializerIdentity: StrategyIdentity
     let queryCacheType: ImageCacheType
     let storeCacheType: ImageCacheType
     let originalQueryCacheType: ImageCacheType
@@ -41,14 +44,22 @@ final class LoadPlan: Sendable {
     /// The manager stores `Cache-Control: private` responses (``ImageManager/cachesPrivateResponses``).
     let cachesPrivateResponses: Bool
 
-    /// True when a thumbnail, orientation or transformer part makes the key differ from the original's.
+    /// True when a thumbnail, orientation, first-frame, decode or transformer part makes the key differ from the
+    /// original's.
     var isDerived: Bool { key != originalKey }
+
+    /// True when the only part that makes the key derived is `frames(first)`: a first-frame decode of a still
+    /// source is then exactly the original's decode.
+    var isDerivedOnlyByFirstFrame: Bool {
+        decodeOptions.firstFrameOnly && transformerKey == nil && decodeOptions.thumbnailPixelSize == nil
+            && decodeOptions.applyOrientation && decodeOptions.keyPart == nil
+    }
 
     /// Default byte budget for ``ImageOptions/scaleDownLargeImages`` without a context value: 60 MB of RGBA.
     static let defaultScaleDownLimitBytes = 60 << 20
 
     /// The plan of a load whose `lookup` was already resolved (the memory fast path tried it first).
-    init(url: URL, lookup: LoadLookup, context: ImageContext, manager: ImageManager, requestContext: ImageContext) {
+    init(url: URL, lookup: LoadLookup, context: ImageContext, manager: ImageManager) {
         self.url = url
         options = lookup.options
         self.context = context
@@ -65,7 +76,14 @@ final class LoadPlan: Sendable {
         loader = context.imageLoader ?? manager.imageLoader
         coder = context.imageCoder
         decoder = context.imageCoder ?? manager.coders
-        serializer = context.cacheSerializer ?? DefaultCacheSerializer(coder: decoder)
+        if let named = context.cacheSerializer {
+            serializer = named
+            serializerIdentity =
+                context.hasOwnEntry(.cacheSerializer) ? StrategyIdentity(named, unique: manager.nextID()) : .managerDefault
+        } else {
+            serializer = DefaultCacheSerializer(coder: decoder)
+            serializerIdentity = .none
+        }
         callbackQueue = context.callbackQueue ?? .current
         cachesPrivateResponses = manager.cachesPrivateResponses
         partitionKey = context.cachePartitionKey
@@ -77,13 +95,14 @@ final class LoadPlan: Sendable {
         storeCacheType = shareable ? context.storeCacheType ?? .all : .none
         originalQueryCacheType = shareable ? context.originalQueryCacheType ?? .all : .none
         originalStoreCacheType = shareable ? context.originalStoreCacheType ?? .disk : .none
-        // Strategies that change what the loader does, or where results go, make a download of its own. The
-        // effective context counts (an options processor may inject a modifier); the serializer only when the
-        // request named it (the manager's own serializer is merged into every context).
+        // Strategies that change what the loader does, or where results go, make a download of its own: a loader,
+        // modifiers and a decryptor change the bytes; a cache of its own changes where the shared original bytes
+        // are stored. The effective context counts (an options processor may inject a modifier). A serializer only
+        // changes the product's disk bytes, so it is part of the product key instead (`serializerIdentity`).
         isolatesDownload =
             !shareable || context.imageLoader != nil || context.downloadRequestModifier != nil
             || context.downloadResponseModifier != nil || context.downloadDecryptor != nil
-            || context.imageCache != nil || context.originalImageCache != nil || requestContext.cacheSerializer != nil
+            || context.imageCache != nil || context.originalImageCache != nil
     }
 
     /// The decode options a load uses for original bytes.
@@ -120,23 +139,25 @@ final class LoadPlan: Sendable {
             base = absoluteString
         }
         guard let base else { return Keys(key: nil, derivedOriginalKey: nil, hasParts: false) }
-        let transformerKey = context.imageTransformerKey
-        let thumbnailSize = decodeOptions.thumbnailPixelSize.flatMap { $0.width > 0 && $0.height > 0 ? $0 : nil }
+        var parts = CacheKeys.Parts()
+        parts.transformer = context.imageTransformerKey
+        if let size = decodeOptions.thumbnailPixelSize, size.width > 0, size.height > 0 {
+            parts.thumbnail = size
+            parts.fill = !decodeOptions.preserveAspectRatio
+            parts.scaleUp = decodeOptions.allowsThumbnailUpscaling
+        }
+        parts.rawOrientation = !decodeOptions.applyOrientation
+        parts.firstFrame = decodeOptions.firstFrameOnly
+        parts.decode = decodeOptions.keyPart
         // The common plain load: nothing is appended, both keys are the base.
-        if transformerKey == nil, thumbnailSize == nil, decodeOptions.applyOrientation,
-            !context.hasValue(.cachePartitionKey)
-        {
-            return Keys(key: base, derivedOriginalKey: nil, hasParts: false)
+        if parts.isEmpty, !context.hasValue(.cachePartitionKey) {
+            let key = CacheKeys.key(base: base, url: url, absoluteString: absoluteString, parts: parts)
+            return Keys(key: key, derivedOriginalKey: nil, hasParts: false)
         }
-        let partition = context.cachePartitionKey.map(CacheKeys.partitionPart)
-        let thumbnail = thumbnailSize.map {
-            CacheKeys.thumbnailSuffix($0, preserveAspectRatio: decodeOptions.preserveAspectRatio)
-        }
-        let orientation = decodeOptions.applyOrientation ? nil : CacheKeys.rawOrientationPart
-        let original = CacheKeys.key(base: base, url: url, absoluteString: absoluteString, partition: partition)
-        let key = CacheKeys.key(
-            base: base, url: url, absoluteString: absoluteString, partition: partition, thumbnail: thumbnail,
-            orientation: orientation, transformer: transformerKey)
+        parts.partition = context.cachePartitionKey
+        let original = CacheKeys.key(
+            base: base, url: url, absoluteString: absoluteString, parts: CacheKeys.Parts(partition: parts.partition))
+        let key = CacheKeys.key(base: base, url: url, absoluteString: absoluteString, parts: parts)
         return Keys(key: key, derivedOriginalKey: original, hasParts: true)
     }
 
@@ -154,11 +175,10 @@ final class LoadPlan: Sendable {
     }
 
     /// True when an image decoded from the original with this load's options is what its key means, so it may be
-    /// stored under the key: not shrunk by the scale-down budget, not cut to its first frame (unless the source
-    /// has one frame), and transformed if the key says so.
-    func isCanonical(decoded image: Image, sourceFrameCount: Int?, transformSkipped: Bool) -> Bool {
+    /// stored under the key: not shrunk by the scale-down budget, and transformed if the key says so. (A first-frame
+    /// decode is what its key means: `frames(first)` is a key part.)
+    func isCanonical(decoded image: Image, transformSkipped: Bool) -> Bool {
         if transformSkipped { return false }
-        if decodeOptions.firstFrameOnly, sourceFrameCount != 1 { return false }
         if decodeOptions.scaleDownLimitBytes != nil {
             guard let width = image.metadata.sourcePixelWidth, let height = image.metadata.sourcePixelHeight else {
                 return false

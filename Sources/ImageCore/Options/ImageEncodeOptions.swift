@@ -58,12 +58,14 @@ public struct ImageEncodeOptions: Hashable, Sendable {
     public var firstFrameOnly: Bool
     /// Colour that transparent pixels are composited over when the format has no alpha (JPEG).
     public var backgroundColor: RGBAColor
+    /// Options for custom coders (see ``CoderOptionKey``).
+    public var coderOptions: CoderOptions
 
     /// Creates encode options.
     public init(
         quality: Double = 0.85, effort: EncodeEffort = .balanced, lossless: Bool = false, progressive: Bool = false,
         chromaSubsampling: ChromaSubsampling? = nil, maxPixelSize: PixelSize? = nil, maxFileSize: Int? = nil,
-        firstFrameOnly: Bool = false, backgroundColor: RGBAColor = .white
+        firstFrameOnly: Bool = false, backgroundColor: RGBAColor = .white, coderOptions: CoderOptions = CoderOptions()
     ) {
         self.quality = Self.sanitized(quality)
         self.effort = effort
@@ -74,6 +76,7 @@ public struct ImageEncodeOptions: Hashable, Sendable {
         self.maxFileSize = maxFileSize
         self.firstFrameOnly = firstFrameOnly
         self.backgroundColor = backgroundColor
+        self.coderOptions = coderOptions
     }
 }
 

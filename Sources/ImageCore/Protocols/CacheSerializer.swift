@@ -17,7 +17,10 @@ public protocol CacheSerializer: Sendable {
 }
 
 /// A cache serializer backed by a closure.
-public struct BlockCacheSerializer: CacheSerializer {
+///
+/// A class: loads coalesce by the serializer's identity, so loads that name the same instance (a serializer made
+/// once and set per request, or the manager's) share one transform and one store; two instances never do.
+public final class BlockCacheSerializer: CacheSerializer {
     private let body: @Sendable (Image, Data?, URL?) -> Data?
     /// Creates the serializer.
     public init(_ body: @escaping @Sendable (Image, Data?, URL?) -> Data?) { self.body = body }

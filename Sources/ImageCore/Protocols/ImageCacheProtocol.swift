@@ -130,6 +130,11 @@ public protocol ImageCacheProtocol: Sendable {
     ///
     /// Completes with nil on a miss, with an error only when a level failed in a way the caller should know
     /// (a corrupt entry is a miss). Returns an operation that cancels a pending query, or nil if it completed.
+    ///
+    /// Cancel contract (SDWebImage's `SDImageCacheToken`): cancelling a query that has not answered completes it
+    /// with `cancelled` at the cancel — on the cancelling thread before `cancel()` returns, or, for a cache whose
+    /// completions always run on its own queue, queued there then — and the answer found later is dropped; the
+    /// completion still runs exactly once. Return a ``CacheQueryOperation`` to get this for free.
     @discardableResult
     func queryImage(
         forKey key: String, options: ImageOptions, context: ImageContext, cacheType: ImageCacheType,
@@ -165,9 +170,37 @@ public protocol ImageCacheProtocol: Sendable {
 
     /// Removes everything from the levels of `cacheType`.
     func clear(cacheType: ImageCacheType, completion: (@Sendable () -> Void)?)
+
+    /// Ends whatever this cache holds for `key` since a query of the levels of `cacheType` missed it — a fleet
+    /// lease that makes other processes wait for this one's fetch (see RedisCache).
+    ///
+    /// The manager calls it once for every query of a load that missed, when that load — and every load that
+    /// shared its fetch — is done with the key: after the store (or the decision not to store), after a failure,
+    /// after the last cancel. `outcome` says which, so a cache can tell waiters to fetch for themselves
+    /// (``CacheMissOutcome/notStored``) or let one of them take the fetch over (``CacheMissOutcome/abandoned``).
+    /// Called off the caller's thread, never under a lock; must be fast (start I/O, don't wait for it).
+    /// Default: nothing (memory and disk levels hold nothing for a miss).
+    func missEnded(forKey key: String, cacheType: ImageCacheType, outcome: CacheMissOutcome)
+}
+
+/// How the fetch that followed a cache miss ended (see ``ImageCacheProtocol/missEnded(forKey:cacheType:outcome:)``).
+public enum CacheMissOutcome: Sendable, Hashable {
+    /// The result was handed to ``ImageCacheProtocol/store(_:data:metadata:forKey:cacheType:completion:)`` with
+    /// bytes for the key's disk levels (the cache itself knows whether it kept them).
+    case stored
+    /// The fetch ended and stores nothing under the key: the response said `no-store` or 404, the bytes don't
+    /// decode, the result is a variant the key doesn't mean, the serializer gave no bytes, the encode was dropped.
+    /// Another process waiting for the key will not get it from this one.
+    case notStored
+    /// Nobody here wants the key any more (cancelled) or the fetch failed in a way that may pass (a timeout, a
+    /// 5xx, a lost connection): another process may take the fetch over.
+    case abandoned
 }
 
 extension ImageCacheProtocol {
+    /// Default: nothing is held for a missing key.
+    public func missEnded(forKey key: String, cacheType: ImageCacheType, outcome: CacheMissOutcome) {}
+
     /// Default: this cache answers only through the asynchronous query.
     public func queryImageSync(
         forKey key: String, options: ImageOptions, context: ImageContext, cacheType: ImageCacheType

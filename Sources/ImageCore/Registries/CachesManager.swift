@@ -83,6 +83,11 @@ public final class CachesManager: ImageCacheProtocol, Sendable {
 
     /// Queries per ``queryPolicy``. With ``ImageOptions/queryMemoryData`` a serial query that found an image
     /// without bytes keeps asking the next caches for the bytes.
+    ///
+    /// Cancel contract (SDWebImage's `SDImageCacheToken`): the completion runs exactly once. Cancelling the
+    /// returned ``CacheQueryOperation`` before the answer calls it at once, on the cancelling thread, with
+    /// `cancelled`, whatever the levels do with their own cancel; it also cancels the levels' running queries, and
+    /// no further level is asked. Returns nil when the answer came before this method returned.
     @discardableResult
     public func queryImage(
         forKey key: String, options: ImageOptions, context: ImageContext, cacheType: ImageCacheType,
@@ -94,17 +99,16 @@ public final class CachesManager: ImageCacheProtocol, Sendable {
             completion(.success(nil))
             return nil
         }
-        let operation = CancellableOperation()
+        let operation = CacheQueryOperation(completion: completion)
         if policy == .concurrent {
             queryConcurrently(
-                caches, key: key, options: options, context: context, cacheType: cacheType,
-                operation: operation, completion: completion)
+                caches, key: key, options: options, context: context, cacheType: cacheType, operation: operation)
         } else {
             querySerially(
-                caches[...], found: nil, key: key, options: options, context: context,
-                cacheType: cacheType, operation: operation, completion: completion)
+                caches[...], found: nil, key: key, options: options, context: context, cacheType: cacheType,
+                operation: operation)
         }
-        return operation
+        return operation.isFinished ? nil : operation
     }
 
     /// Asks the caches in priority order (per ``queryPolicy``) on the caller's thread: the first hit wins, a miss
@@ -135,19 +139,22 @@ public final class CachesManager: ImageCacheProtocol, Sendable {
 
     private func querySerially(
         _ caches: ArraySlice<any ImageCacheProtocol>, found: CacheQueryResult?, key: String, options: ImageOptions,
-        context: ImageContext, cacheType: ImageCacheType, operation: CancellableOperation,
-        completion: @escaping @Sendable (Result<CacheQueryResult?, ImageError>) -> Void
+        context: ImageContext, cacheType: ImageCacheType, operation: CacheQueryOperation
     ) {
-        guard let cache = caches.first, !operation.isCancelled else {
-            completion(
-                operation.isCancelled && found == nil ? .failure(.cancelled(stage: .cacheQuery)) : .success(found))
+        // A cancelled query already completed: ask no further level.
+        guard !operation.isFinished else { return }
+        guard let cache = caches.first else {
+            operation.complete(.success(found))
             return
         }
         let inner = cache.queryImage(forKey: key, options: options, context: context, cacheType: cacheType) { result in
             var merged = found
             switch result {
             case .failure(let error) where found == nil:
-                if error.isCancellation { return completion(.failure(error)) }
+                if error.isCancellation {
+                    operation.complete(.failure(error))
+                    return
+                }
             case .failure:
                 break
             case .success(let hit?):
@@ -166,25 +173,29 @@ public final class CachesManager: ImageCacheProtocol, Sendable {
                 break
             }
             let needsData = options.contains(.queryMemoryData) && merged?.data == nil
-            if let merged, !needsData { return completion(.success(merged)) }
+            if let merged, !needsData {
+                operation.complete(.success(merged))
+                return
+            }
             self.querySerially(
                 caches.dropFirst(), found: merged, key: key, options: options, context: context,
-                cacheType: cacheType, operation: operation, completion: completion)
+                cacheType: cacheType, operation: operation)
         }
         if let inner { operation.onCancel { inner.cancel() } }
     }
 
     private func queryConcurrently(
         _ caches: [any ImageCacheProtocol], key: String, options: ImageOptions, context: ImageContext,
-        cacheType: ImageCacheType, operation: CancellableOperation,
-        completion: @escaping @Sendable (Result<CacheQueryResult?, ImageError>) -> Void
+        cacheType: ImageCacheType, operation: CacheQueryOperation
     ) {
         let results = Locked([CacheQueryResult?](repeating: nil, count: caches.count))
         let countdown = Countdown(caches.count) {
             let all = results.withLock { $0 }
-            completion(.success(all.lazy.compactMap { $0 }.first))
+            operation.complete(.success(all.lazy.compactMap { $0 }.first))
         }
         for (index, cache) in caches.enumerated() {
+            // A cancelled query already completed: start no further level.
+            guard !operation.isFinished else { return }
             let inner = cache.queryImage(forKey: key, options: options, context: context, cacheType: cacheType) {
                 if case .success(let hit?) = $0 { results.withLock { $0[index] = hit } }
                 countdown.tick()
@@ -240,6 +251,11 @@ public final class CachesManager: ImageCacheProtocol, Sendable {
         let caches = targets(removePolicy)
         let countdown = Countdown(caches.count) { completion?() }
         for cache in caches { cache.removeImage(forKey: key, cacheType: cacheType) { countdown.tick() } }
+    }
+
+    /// Tells every cache (each ignores levels it doesn't have): any of them may hold something for a miss.
+    public func missEnded(forKey key: String, cacheType: ImageCacheType, outcome: CacheMissOutcome) {
+        for cache in caches { cache.missEnded(forKey: key, cacheType: cacheType, outcome: outcome) }
     }
 
     /// Reports the union of the levels that hold `key` (serial stops at the first cache that has it).

@@ -17,76 +17,23 @@ public protocol ImageTarget: AnyObject, Sendable {
     func display(_ image: Image?)
 }
 
-/// Per-target bookkeeping: the running load and URL for each operation key. Thread-safe.
-///
-/// Owned by the target: when the target is released, this state goes with it and cancels the loads it still
-/// runs (a view that goes away stops its downloads); their completions still receive `cancelled`.
-public final class ImageTargetState: Sendable {
-    struct Entry: Sendable {
-        var generation: UInt64
-        var url: URL?
-        var operation: ImageLoadOperation?
-    }
-
-    private let entries = Locked([String: Entry]())
-    private let counter = Locked<UInt64>(0)
-
-    /// Creates empty bookkeeping.
-    public init() {}
-
-    deinit {
-        let operations = entries.withLock { $0.values.compactMap(\.operation) }
-        for operation in operations { operation.cancel() }
-    }
-
-    /// The URL of the latest `setImage` under `key`.
-    public func imageURL(forKey key: String) -> URL? { entries.withLock { $0[key]?.url } }
-
-    /// The running load under `key`, if any.
-    public func operation(forKey key: String) -> ImageLoadOperation? { entries.withLock { $0[key]?.operation } }
-
-    /// Cancels the running load under `key`.
-    public func cancel(forKey key: String) {
-        let operation = entries.withLock { entries -> ImageLoadOperation? in
-            defer { entries[key]?.operation = nil }
-            return entries[key]?.operation
-        }
-        operation?.cancel()
-    }
-
-    func begin(key: String, url: URL?) -> UInt64 {
-        let generation = counter.withLock {
-            $0 += 1
-            return $0
-        }
-        entries.withLock { $0[key] = Entry(generation: generation, url: url, operation: nil) }
-        return generation
-    }
-
-    func isCurrent(key: String, generation: UInt64) -> Bool {
-        entries.withLock { $0[key]?.generation == generation }
-    }
-
-    func attach(_ operation: ImageLoadOperation, key: String, generation: UInt64) {
-        entries.withLock { entries in
-            guard entries[key]?.generation == generation, !operation.isFinished else { return }
-            entries[key]?.operation = operation
-        }
-    }
-
-    func finish(key: String, generation: UInt64) {
-        entries.withLock { entries in
-            if entries[key]?.generation == generation { entries[key]?.operation = nil }
-        }
-    }
-}
-
 extension ImageTarget {
     /// The default operation key: the target's type name.
     public var defaultImageOperationKey: String { String(describing: type(of: self)) }
 
     /// The URL of the latest `setImage` under the default key.
     public var currentImageURL: URL? { imageTargetState.imageURL(forKey: defaultImageOperationKey) }
+
+    /// The progress of the latest load under the default key: `UIView.sd_imageProgress` as a value.
+    ///
+    /// Readable from any thread at any time; see ``ImageTargetProgress`` for what sets it.
+    public var imageProgress: ImageTargetProgress { imageTargetState.progress(forKey: defaultImageOperationKey) }
+
+    /// The progress under the default key as it changes: the current value first, then every change, until the
+    /// target is released (``ImageTargetState/progressUpdates(forKey:)``; there is no KVO on Linux).
+    public var imageProgressUpdates: AsyncStream<ImageTargetProgress> {
+        imageTargetState.progressUpdates(forKey: defaultImageOperationKey)
+    }
 
     /// Cancels the target's load under `key` (default key when nil).
     public func cancelImageLoad(forKey key: String? = nil) {
@@ -101,6 +48,10 @@ extension ImageTarget {
     /// Delivery contract: `completed` receives every delivery of the current load, and the final result of every
     /// load — a superseded load still completes (usually with `cancelled`), only its image is neither displayed
     /// nor passed on as a preview. Releasing the target cancels its loads; they complete with `cancelled`.
+    ///
+    /// Progress: the key's ``ImageTargetProgress`` goes back to zero here, follows the current load's download
+    /// progress (a superseded load's reports still reach `progress`, never the target's value) and becomes 1.0
+    /// with the final image, before `completed` is called.
     /// - Returns: the load's handle, nil when the URL was nil.
     @discardableResult
     public func setImage(
@@ -121,7 +72,11 @@ extension ImageTarget {
         }
         var loadContext = context ?? ImageContext()
         loadContext.setImageOperationKey = key
-        let operation = manager.loadImage(with: url, options: options, context: loadContext, progress: progress) {
+        let tracking: ImageProgressHandler = { [weak state] received, expected, url in
+            state?.reportProgress(received: received, expected: expected, key: key, generation: generation)
+            progress?(received, expected, url)
+        }
+        let operation = manager.loadImage(with: url, options: options, context: loadContext, progress: tracking) {
             [weak self, weak state] result in
             let isFinal = (try? result.get())?.isFinal ?? true
             let current = state?.isCurrent(key: key, generation: generation) ?? false
@@ -133,6 +88,7 @@ extension ImageTarget {
                     if options.contains(.delayPlaceholder) && !error.isCancellation { self.display(placeholder) }
                 }
             }
+            if isFinal, case .success = result { state?.completeProgress(key: key, generation: generation) }
             if isFinal { state?.finish(key: key, generation: generation) }
             // A superseded load's previews are images nobody shows; its final result is still its caller's.
             guard current || isFinal else { return }
