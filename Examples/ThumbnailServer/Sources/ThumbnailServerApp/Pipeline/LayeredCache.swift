@@ -7,9 +7,9 @@ import RedisCache
 /// by the fleet. Levels are asked one at a time, fastest first, so each hit is counted at the level that had it.
 ///
 /// A disk hit is copied to memory; a Redis hit to memory and to the local disk (one RedisCache serves both
-/// kinds, so it is not given a level to promote to). With
-/// fleet coalescing, a Redis miss means this process now holds the fleet's lease on the key: it must end with
-/// ``store(_:forKey:)`` or ``abandon(_:)``, or other replicas wait until the lease expires.
+/// kinds, so it is not given a level to promote to). With fleet coalescing, a Redis miss means this process now
+/// holds the fleet's lease on the key: the work must end with ``store(_:forKey:)`` or
+/// ``missEnded(_:outcome:)``, or other replicas wait until the lease expires.
 ///
 /// Thread-safe; the SDK caches answer on their own queues.
 struct LayeredCache: Sendable {
@@ -64,12 +64,27 @@ struct LayeredCache: Sendable {
         redis?.store(nil, data: entry.data, metadata: entry.metadata, forKey: key, cacheType: .disk, completion: nil)
     }
 
-    /// Ends a lookup that missed without a store (the work failed, or it answered 304 without rendering): gives
-    /// up this process's fleet lease on `key` so other replicas stop waiting for it.
-    func abandon(_ key: String) {
-        // RedisCache deletes the key's lease with the entry (of which there is none: this process missed it).
-        // TODO(issue 21, item 2): use the SDK's compare-and-delete release once RedisCache has one.
-        guard let redis, redis.configuration.fleetCoalescing != nil else { return }
-        redis.removeImage(forKey: key, cacheType: .disk, completion: nil)
+    /// Ends a lookup that missed without a store, so replicas waiting on this process's fleet lease stop waiting:
+    /// `notStored` when nothing will be stored however often it is tried (the source said `no-store`, 404, too
+    /// large, undecodable, refused by the policy), `abandoned` when another replica may succeed (a timeout, a 5xx,
+    /// the queue was full).
+    func missEnded(_ key: String, outcome: CacheMissOutcome) {
+        redis?.missEnded(forKey: key, cacheType: .disk, outcome: outcome)
+    }
+
+    /// The outcome for a miss whose work failed with `error`.
+    static func outcome(of error: any Error) -> CacheMissOutcome {
+        switch error {
+        case is SourceRefusal: return .notStored
+        case let error as ImageError:
+            switch error.code {
+            case .imageTooLarge, .downloadTooLarge, .badImageData, .noCoder, .invalidDownloadContentType:
+                return .notStored
+            case .invalidDownloadStatusCode where (400..<500).contains(error.statusCode ?? 0):
+                return .notStored
+            default: return .abandoned
+            }
+        default: return .abandoned
+        }
     }
 }

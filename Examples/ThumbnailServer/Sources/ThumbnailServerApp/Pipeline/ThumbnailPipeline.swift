@@ -123,12 +123,12 @@ final class ThumbnailPipeline: Sendable {
                         forKey: key)
                     metrics.storeSeconds.record(ContinuousClock.now - start)
                 } else {
-                    results.abandon(key)
+                    results.missEnded(key, outcome: .notStored)
                 }
                 return thumbnail
             }
         } catch {
-            results.abandon(key)
+            results.missEnded(key, outcome: LayeredCache.outcome(of: error))
             throw error
         }
     }
@@ -153,11 +153,11 @@ final class ThumbnailPipeline: Sendable {
                 if shareable {
                     self.sources.store(BytesMemoryCache.Entry(data: loaded.data, metadata: metadata), forKey: key)
                 } else {
-                    self.sources.abandon(key)
+                    self.sources.missEnded(key, outcome: .notStored)
                 }
                 return Source(data: loaded.data, metadata: metadata, isShareable: shareable)
             } catch {
-                self.sources.abandon(key)
+                self.sources.missEnded(key, outcome: LayeredCache.outcome(of: error))
                 throw error
             }
         }
