@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Builds ThumbnailServer (the server and its tests) and runs the tests: a live server on 127.0.0.1 that is also the
-# origin of the images; two built `thumbnail-server` processes sharing a `redis-server` (REQUIRE_REDIS=1 makes a
-# missing redis-server fail); the gallery in headless Chromium (REQUIRE_CHROMIUM=1 likewise), whose screenshot is
-# kept at .build/test-artifacts/gallery.png.
+# Builds ThumbnailServer (the server and its tests) and runs the tests one at a time: live servers on 127.0.0.1 with
+# scripted origins, real `thumbnail-server` processes (SIGTERM drain; two replicas sharing a `redis-server`, where
+# REQUIRE_REDIS=1 makes a missing redis-server fail), and the gallery in headless Chromium (REQUIRE_CHROMIUM=1
+# likewise), whose screenshot is kept at .build/test-artifacts/gallery.png. Serial, because several tests count
+# work and time (the herd, the queue, deadlines) and a 2-core machine running them side by side would blur both.
 set -euo pipefail
 cd "$(dirname "$0")"
 swift=${SWIFT:-swift}
@@ -10,6 +11,7 @@ swift=${SWIFT:-swift}
 # compile once for all of them.
 scratch=()
 [ -n "${EXAMPLES_SCRATCH:-}" ] && scratch=(--scratch-path "$EXAMPLES_SCRATCH")
-timeout 1500 $swift build "${scratch[@]}" --build-tests
-timeout 300 $swift test "${scratch[@]}" --skip-build
-if [ -f .build/test-artifacts/gallery.png ]; then echo "gallery screenshot: $PWD/.build/test-artifacts/gallery.png"; fi
+timeout 2400 $swift build "${scratch[@]}" --build-tests
+timeout 600 $swift test "${scratch[@]}" --skip-build --no-parallel
+artifacts=${EXAMPLES_SCRATCH:-$PWD/.build}/test-artifacts/gallery.png
+if [ -f "$artifacts" ]; then echo "gallery screenshot: $artifacts"; fi

@@ -60,10 +60,12 @@ public struct ThumbnailServerConfiguration: Sendable {
 
     // MARK: Caches
 
-    /// Bytes of encoded thumbnails kept in memory (default 32 MiB).
-    public var resultMemoryBytes = 32 << 20
-    /// Bytes of source images kept in memory (default 32 MiB).
-    public var sourceMemoryBytes = 32 << 20
+    /// Bytes of encoded thumbnails kept in memory (default 16 MiB: ~400 thumbnails of 40 KB; the disk and a CDN
+    /// keep the rest).
+    public var resultMemoryBytes = 16 << 20
+    /// Bytes of source images kept in memory (default 16 MiB: a few dozen photos, so several sizes asked of one
+    /// source in a row skip the disk).
+    public var sourceMemoryBytes = 16 << 20
     /// Bytes of thumbnails on disk (default 1 GiB).
     public var resultDiskBytes = 1 << 30
     /// Bytes of sources on disk (default 2 GiB).

@@ -38,7 +38,7 @@ public enum ThumbnailKeys {
 
     /// The validator of a source that came without ETag and Last-Modified: a digest of its bytes.
     public static func contentValidator(_ data: Data) -> String {
-        "sha256:" + SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
+        "sha256:" + hex(SHA256.hash(data: data))
     }
 
     /// The validator of a source: its ETag, else its Last-Modified, else nil (use ``contentValidator(_:)``).
@@ -55,6 +55,18 @@ public enum ThumbnailKeys {
             hasher.update(data: Array("\(bytes.count):".utf8))
             hasher.update(data: bytes)
         }
-        return hasher.finalize().map { String(format: "%02x", $0) }.joined()
+        return hex(hasher.finalize())
+    }
+
+    /// Lowercase hex of `bytes` (a table lookup per nibble: keys are made on every request).
+    static func hex(_ bytes: some Sequence<UInt8>) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = []
+        text.reserveCapacity(64)
+        for byte in bytes {
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0x0f)])
+        }
+        return String(decoding: text, as: UTF8.self)
     }
 }

@@ -105,7 +105,8 @@ public struct URLSigner: Sendable {
     public func verify(path: String, query: String, now: Date = Date()) throws(Refusal) {
         var signature: Substring?
         var kept: [Substring] = []
-        for pair in query.split(separator: "&", omittingEmptySubsequences: true) {
+        // Empty pairs are kept: the message must be the query as signed, minus the sig pair only.
+        for pair in query.split(separator: "&", omittingEmptySubsequences: false) {
             if pair.hasPrefix("sig=") {
                 guard signature == nil else { throw .missing }
                 signature = pair.dropFirst(4)
