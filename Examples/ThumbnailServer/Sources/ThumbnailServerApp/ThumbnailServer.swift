@@ -103,7 +103,7 @@ public struct ThumbnailServer: Sendable {
 
         let router = Router()
         router.add(middleware: RequestLogMiddleware())
-        router.get("/thumbnail") { request, _ in await route.respond(to: request) }
+        router.get("/thumbnail") { request, context in await route.respond(to: request, logger: context.logger) }
         router.get("/health") { _, _ in
             Response(status: .ok, body: ResponseBody(byteBuffer: ByteBuffer(string: "ok\n")))
         }

@@ -10,12 +10,18 @@ struct Failure: Error, Sendable {
     let retryAfter: Int?
     /// The `thumbnail_rejected_total` reason, for refusals caused by load.
     let rejection: String?
+    /// What the log gets beyond `message` (the client never sees it).
+    let detail: String?
 
-    init(_ status: HTTPResponse.Status, _ message: String, retryAfter: Int? = nil, rejection: String? = nil) {
+    init(
+        _ status: HTTPResponse.Status, _ message: String, retryAfter: Int? = nil, rejection: String? = nil,
+        detail: String? = nil
+    ) {
         self.status = status
         self.message = message
         self.retryAfter = retryAfter
         self.rejection = rejection
+        self.detail = detail
     }
 
     /// The failure for any error the pipeline throws.
@@ -25,12 +31,14 @@ struct Failure: Error, Sendable {
         case let invalid as OptionsParser.Invalid: return Failure(.badRequest, invalid.message)
         case let invalid as QueryString.Invalid: return Failure(.badRequest, "bad percent-encoding in \(invalid.pair)")
         case let refusal as URLSigner.Refusal: return Failure(.forbidden, refusal.description)
-        case let refusal as SourceRefusal: return Failure(.forbidden, "source refused: \(refusal.description)")
+        case let refusal as SourceRefusal:
+            return Failure(.forbidden, "source refused: \(refusal.publicMessage)", detail: refusal.description)
         case is WorkerPool.Overloaded:
             return Failure(.tooManyRequests, "the server is busy", retryAfter: 1, rejection: "queue_full")
         case is DeadlineExceeded:
             return Failure(.gatewayTimeout, "the request took longer than its deadline", rejection: "deadline")
-        case let failure as SystemResolver.Failure: return Failure(.badGateway, "source host: \(failure.description)")
+        case let failure as SystemResolver.Failure:
+            return Failure(.badGateway, "source host does not resolve", detail: failure.description)
         case is CancellationError: return Failure(.serviceUnavailable, "the request was cancelled", retryAfter: 1)
         case let error as ImageError: return from(error)
         default: return Failure(.badGateway, "source: \(error)")

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import ImageCore
+import Logging
 import ThumbnailQuery
 
 /// `GET /thumbnail?url=…&w=…&h=…[&fit=…&gravity=…&dpr=…&enlarge=…&q=…&format=…&anim=…&preset=…]&sig=…`.
@@ -20,7 +21,7 @@ struct ThumbnailRoute: Sendable {
     let canEncodeAVIF: Bool
     let metrics: ServerMetrics
 
-    func respond(to request: Request) async -> Response {
+    func respond(to request: Request, logger: Logger) async -> Response {
         metrics.httpInFlight.increment()
         defer { metrics.httpInFlight.decrement() }
         let response: Response
@@ -55,6 +56,12 @@ struct ThumbnailRoute: Sendable {
         } catch {
             let failure = Failure.from(error)
             if let reason = failure.rejection { metrics.rejected(reason) }
+            logger.info(
+                "thumbnail refused",
+                metadata: [
+                    "status": .stringConvertible(failure.status.code),
+                    "reason": .string(failure.detail ?? failure.message),
+                ])
             response = failure.response()
         }
         metrics.request(status: response.status.code, format: format)

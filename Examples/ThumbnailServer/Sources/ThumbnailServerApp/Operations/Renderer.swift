@@ -56,6 +56,10 @@ struct Renderer: Sendable {
         limits: SourceLimits, settings: EncodingSettings
     ) throws -> Output {
         let clock = ContinuousClock()
+        var options = options
+        if case .format(let format) = output, ![.gif, .webp, .avif].contains(format) {
+            options.animated = false  // the output can't animate: decode and scale the first frame only
+        }
         let probe = coders.probe(source)
         if options.animated, let probe, let frames = probe.frameCount, frames > 1 {
             try limits.checkAnimation(frames: frames, width: probe.width, height: probe.height)

@@ -64,7 +64,7 @@ struct OriginFetcher: Sendable {
         guard let first = addresses.first else { throw SourceRefusal("\(url.host) has no address") }
         for address in addresses {
             if let refusal = addressPolicy.refusal(for: address) {
-                throw SourceRefusal("\(url.host) resolves to \(refusal)")
+                throw SourceRefusal("\(url.host) resolves to \(refusal)", publicMessage: "its address is not allowed")
             }
         }
         return OriginClients.Pin(scheme: url.scheme, host: url.host, port: url.port, address: first)
@@ -98,10 +98,15 @@ struct OriginFetcher: Sendable {
 
 /// A source the policy refuses: host not allowed, an address that is not public, a bad redirect.
 struct SourceRefusal: Error, CustomStringConvertible {
-    /// Why.
+    /// Why, in full (for the log).
     let description: String
+    /// What the client is told: never an address a name resolved to, which would let anyone map internal names.
+    let publicMessage: String
 
-    init(_ description: String) { self.description = description }
+    init(_ description: String, publicMessage: String? = nil) {
+        self.description = description
+        self.publicMessage = publicMessage ?? description
+    }
 }
 
 /// Holds a loader operation so a cancellation that arrives before or after it started reaches it once.
