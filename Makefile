@@ -2,7 +2,7 @@
 SWIFT ?= swift
 CORPUS ?= $(abspath ../shared/corpus)
 
-.PHONY: demo test deps test-deps lint format bench fuzz soak docs
+.PHONY: demo test deps test-deps lint format bench fuzz soak docs replay
 
 deps:
 	@scripts/install-deps.sh
@@ -17,6 +17,14 @@ demo: deps
 ## Run every test: the package's suites, the coder suites under AddressSanitizer, and the examples.
 test: test-deps
 	IMAGE_CORPUS="$${IMAGE_CORPUS:-$(CORPUS)}" scripts/test.sh
+
+## Replays one program of the main-line model test (Tests/WebImageTests/MainLineModelTests.swift) from the seed a
+## failure printed: make replay SEED=<seed>
+replay: test-deps
+	@test -n "$(SEED)" || { echo "make replay SEED=<seed>: the seed a MainLineModelTests failure printed"; exit 2; }
+	WEBIMAGE_TARGETS=WebImageTests $(SWIFT) build --build-tests --scratch-path .build-replay
+	MODEL_SEED=$(SEED) WEBIMAGE_TARGETS=WebImageTests $(SWIFT) test --skip-build --scratch-path .build-replay \
+		--filter MainLineModelTests
 
 lint:
 	$(SWIFT) format lint --strict --recursive --configuration .swift-format Package.swift Sources Plugins Tests Examples Benchmarks/Benchmarks

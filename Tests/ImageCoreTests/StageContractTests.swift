@@ -119,7 +119,8 @@ import Testing
         ])
     func missesEnd(_ scenario: String, _ expected: CacheMissOutcome) async throws {
         let cache = RecordingCache(answersSynchronously: false)
-        let loader = ScriptedLoader(delay: scenario == "cancelled" ? 1 : 0)
+        let loader = ScriptedLoader()
+        if scenario == "cancelled" { loader.hold() }
         let manager = ImageManager(cache: cache, loader: loader, coders: CodersManager(coders: [TestCoder()]))
         manager.logHandler = { _ in }
         let url = testURL(scenario)
@@ -140,6 +141,7 @@ import Testing
         if scenario == "cancelled" {
             #expect(await waitUntil { loader.requestCount == 1 })
             operation.cancel()
+            loader.releaseAll()
         }
         _ = await recorder.waitForFinal()
         #expect(await waitUntil { !cache.endedMisses.isEmpty })

@@ -247,7 +247,10 @@ extension ImageManager {
                     ("key", originalKey),
                 ]),
                 inline: plan.options.contains(.queryDiskDataSync), decodeOptions: plan.decodeOptions,
-                cacheOrigin: source.origin, fallback: { self.download($0, plan, cached: nil) }
+                cacheOrigin: source.origin, fallback: { self.download($0, plan, cached: nil) },
+                // A fetch that stored this original moments ago stored the product in memory first: use it rather
+                // than transform again.
+                recheck: self.memoryRecheck(plan)
             ) { job in
                 job.sourceSucceeded(source)
                 return nil
