@@ -25,7 +25,8 @@ import Testing
         /// of one URL are one URL), and the parts that apply.
         var identity: [String?] {
             [
-                filterOutput ?? URL(string: url)?.absoluteString ?? url, partition, thumbnail.map { "\($0)" }, thumbnail == nil ? nil : "\(fill)",
+                filterOutput ?? URL(string: url)?.absoluteString ?? url, partition, thumbnail.map { "\($0)" },
+                thumbnail == nil ? nil : "\(fill)",
                 "\(rawOrientation)", "\(firstFrame)", coderOption, transformerKey,
             ]
         }
@@ -44,7 +45,9 @@ import Testing
             decode.applyOrientation = !rawOrientation
             if let coderOption { decode.coderOptions[TestOption.self] = coderOption }
             context.imageDecodeOptions = decode
-            if let transformerKey { context.imageTransformer = BlockTransformer(key: transformerKey) { image, _ in image } }
+            if let transformerKey {
+                context.imageTransformer = BlockTransformer(key: transformerKey) { image, _ in image }
+            }
             return context
         }
     }

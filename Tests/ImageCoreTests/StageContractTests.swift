@@ -93,9 +93,11 @@ import Testing
     @Test("loads whose loader says their transfers differ never share a download")
     func differentTransferKeysDoNotShareADownload() async throws {
         let cache = RecordingCache()
-        let loader = ScriptedLoader(delay: 0.1, transferKey: { context in
-            context[ImageContextOption("test.deadline")].map { "\($0)" } ?? ""
-        })
+        let loader = ScriptedLoader(
+            delay: 0.1,
+            transferKey: { context in
+                context[ImageContextOption("test.deadline")].map { "\($0)" } ?? ""
+            })
         let manager = ImageManager(
             cache: cache, loader: loader, coders: CodersManager(coders: [TestCoder()]))
         let url = testURL()

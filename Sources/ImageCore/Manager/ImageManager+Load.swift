@@ -50,7 +50,9 @@ extension ImageManager {
         let operation = ImageLoadOperation(
             url: url, manager: self, callbackQueue: plan.callbackQueue, progress: progress, completion: completed)
         if case .miss = memory {
-            if let key = plan.key { operation.addClaim(MissClaim(cache: plan.cache, key: key, levels: plan.queryCacheType)) }
+            if let key = plan.key {
+                operation.addClaim(MissClaim(cache: plan.cache, key: key, levels: plan.queryCacheType))
+            }
             queryOriginalOrDownload(operation, plan)
         } else {
             queryKey(operation, plan, levels: plan.queryCacheType)

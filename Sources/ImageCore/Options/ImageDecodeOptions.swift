@@ -71,7 +71,8 @@ public struct ImageDecodeOptions: Hashable, Sendable {
         maxPixelCount: Int = ImageDecodeOptions.defaultMaxPixelCount, thumbnailPixelSize: PixelSize? = nil,
         preserveAspectRatio: Bool = true, allowsThumbnailUpscaling: Bool = false, scaleDownLimitBytes: Int? = nil,
         firstFrameOnly: Bool = false, preloadAllFrames: Bool = false, applyOrientation: Bool = true,
-        scaleFactor: Double = 1, animationBudget: AnimationBudget = .default, coderOptions: CoderOptions = CoderOptions()
+        scaleFactor: Double = 1, animationBudget: AnimationBudget = .default,
+        coderOptions: CoderOptions = CoderOptions()
     ) {
         self.maxPixelCount = maxPixelCount
         self.thumbnailPixelSize = thumbnailPixelSize
