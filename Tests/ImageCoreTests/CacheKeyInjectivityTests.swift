@@ -117,6 +117,20 @@ import Testing
         return manager.cacheKey(for: url, options: tuple.options, context: tuple.context)
     }
 
+    /// `String` equality is Unicode canonical equivalence, byte-wise file names are not: keys are ASCII, so two
+    /// spellings of a partition are two keys for every level alike.
+    @Test func canonicallyEquivalentSpellingsAreDistinctKeys() async throws {
+        let composed = "caf\u{E9}"
+        let decomposed = "cafe\u{301}"
+        #expect(composed == decomposed, "Swift calls them equal")
+        let manager = ImageManager(cache: CachesManager(), loader: LoadersManager())
+        let url = URL(string: "https://h/a.png")!
+        let first = try #require(manager.cacheKey(for: url, context: ImageContext([.cachePartitionKey: composed])))
+        let second = try #require(manager.cacheKey(for: url, context: ImageContext([.cachePartitionKey: decomposed])))
+        #expect(first != second)
+        #expect(first.utf8.allSatisfy { $0 < 0x80 } && second.utf8.allSatisfy { $0 < 0x80 })
+    }
+
     /// The case of the issue, spelled out: the crafted URL does not reach the tenant's entry.
     @Test func aCraftedURLDoesNotSpellATenantsKey() throws {
         let manager = ImageManager(cache: CachesManager(), loader: LoadersManager())
