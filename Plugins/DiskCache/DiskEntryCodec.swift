@@ -189,6 +189,33 @@ import ImageCore
         return (metadata, bodyOffset)
     }
 
+    /// The metadata block length a fixed header declares, or nil when `fixedHeader` is not one (bad magic, a
+    /// block over ``maxMetadataSize``).
+    static func metadataLength(fixedHeader: [UInt8]) -> Int? {
+        guard fixedHeader.count >= fixedHeaderSize, fixedHeader.starts(with: magic) else { return nil }
+        let length = fixedHeader.withUnsafeBytes { UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: 4, as: UInt32.self)) }
+        return length <= UInt32(maxMetadataSize) ? Int(length) : nil
+    }
+
+    /// True when `header` (the fixed part and the whole metadata block of a file of `fileSize` bytes) is valid and
+    /// records `key` as the entry's key. The body is not checked.
+    static func headerNames(_ key: String, header: [UInt8], fileSize: Int) -> Bool {
+        header.withUnsafeBytes { raw in
+            guard raw.count >= fixedHeaderSize else { return false }
+            let bodyLength = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+            guard let blockLength = metadataLength(fixedHeader: Array(raw.prefix(fixedHeaderSize))),
+                raw.count == fixedHeaderSize + blockLength, fileSize >= raw.count,
+                bodyLength == UInt64(fileSize - raw.count)
+            else { return false }
+            // Decode the header as a file with an empty body: every field is checked the same way.
+            var copy = Array(raw)
+            copy.withUnsafeMutableBytes { $0.storeBytes(of: UInt64(0), toByteOffset: 8, as: UInt64.self) }
+            return copy.withUnsafeBytes {
+                (try? decode($0, maxBodySize: .max, expectedKey: key, verifiesChecksum: false)) != nil
+            }
+        }
+    }
+
     /// The metadata and body offset of a valid entry, or nil (for callers that only need yes or no).
     static func parse(_ bytes: UnsafeRawBufferPointer, maxBodySize: Int = .max) -> (
         metadata: CacheEntryMetadata, bodyOffset: Int

@@ -41,7 +41,8 @@ struct DiskEntryStore: Sendable {
     /// `directory` as bytes, for paths built on the stack.
     let directoryBytes: [UInt8]
     let fs: DiskFileSystem
-    let maxDiskAge: TimeInterval?
+    /// The age limit in force (it may change while the cache runs).
+    let limits: DiskCacheLimits
     let accessTimeGranularity: TimeInterval
     let fsyncOnWrite: Bool
     /// True when a test clock is in use, so writes stamp the access time themselves.
@@ -50,13 +51,13 @@ struct DiskEntryStore: Sendable {
     var verifiesChecksums = false
 
     init(
-        directory: String, fs: DiskFileSystem, maxDiskAge: TimeInterval?, accessTimeGranularity: TimeInterval,
+        directory: String, fs: DiskFileSystem, limits: DiskCacheLimits, accessTimeGranularity: TimeInterval,
         fsyncOnWrite: Bool, stampsWrites: Bool
     ) {
         self.directory = directory
         directoryBytes = Array(directory.utf8)
         self.fs = fs
-        self.maxDiskAge = maxDiskAge
+        self.limits = limits
         self.accessTimeGranularity = accessTimeGranularity
         self.fsyncOnWrite = fsyncOnWrite
         self.stampsWrites = stampsWrites
@@ -77,16 +78,19 @@ struct DiskEntryStore: Sendable {
     }
 
     /// Reads the entry file `name` for `key` into memory, never more than `maxBodySize` body bytes (plus the
-    /// header).
+    /// header), with its extended data.
     ///
     /// Expired files are misses and are removed. Garbage, truncated, hostile and foreign-key files are `.corrupt`
-    /// and removed; files larger than the cap are `.oversize` and removed without being read. A file changed by
-    /// someone else while it is read (truncated, rewritten in place, its times set) is read once more; changed
-    /// again, it is `.changed` and left alone (the rename of a new entry replaces it). So the bytes returned are
-    /// always one whole entry file as it was between two `fstat`s with equal size, modification and change
-    /// times: the rename of a whole entry (which every writer of this cache uses) is atomic, and an in-place
-    /// change moves the change time (on Linux 6.13+ with multigrain timestamps — ext4, xfs, btrfs, tmpfs —
-    /// even within one timer tick).
+    /// and removed; files larger than the cap are `.oversize` and removed without being read. The file is read with
+    /// one `pread` of one byte more than its size: a file that grew or shrank since the `fstat` (truncated or
+    /// extended in place by someone else) is read once more; changed again, it is `.changed` and left alone. So the
+    /// bytes returned are one whole entry file of the size it had when opened: every writer of this cache (in any
+    /// process) publishes a new file by rename and never changes a published one, so an open descriptor sees one
+    /// immutable entry. A same-size overwrite in place by another program is caught only by the body checksum
+    /// (``DiskCacheConfiguration/verifiesChecksums``).
+    ///
+    /// Four system calls on a hit, as a plain open and read: `open`, `fstat`, `pread`, `close` (plus `fgetxattr`
+    /// when the entry has extended data, and `futimens` when its access time is refreshed).
     func read(name: DiskEntryName, key: String, now: Double, maxBodySize: Int) throws -> ReadResult {
         try name.withPath(in: directoryBytes) { path in
             let first = try readOnce(path: path, key: key, now: now, maxBodySize: maxBodySize)
@@ -101,42 +105,51 @@ struct DiskEntryStore: Sendable {
     {
         guard let fd = try fs.openForReading(path) else { return .miss }
         defer { close(fd) }
-        let before = try fs.status(of: fd, path: path)
-        let size = Int(before.st_size)
-        let accessTime = before.st_mtim.seconds
-        if let maxDiskAge, now - accessTime > maxDiskAge {
-            removeIfUnchanged(String(cString: path), before)
+        let info = try fs.status(of: fd, path: path)
+        let size = Int(info.st_size)
+        let accessTime = info.st_mtim.seconds
+        if let maxDiskAge = limits.maxDiskAge, now - accessTime > maxDiskAge {
+            removeIfUnchanged(String(cString: path), info)
             return .miss
         }
-        guard (before.st_mode & S_IFMT) == S_IFREG, size >= DiskEntryCodec.fixedHeaderSize else {
-            removeIfUnchanged(String(cString: path), before)
+        guard (info.st_mode & S_IFMT) == S_IFREG, size >= DiskEntryCodec.fixedHeaderSize else {
+            removeIfUnchanged(String(cString: path), info)
             return .bad(.corrupt, detail: "not a regular file of at least a header (\(size) bytes)")
         }
         // Subtractions, so a cap of Int.max cannot overflow.
         guard size - DiskEntryCodec.fixedHeaderSize - DiskEntryCodec.maxMetadataSize <= maxBodySize else {
-            removeIfUnchanged(String(cString: path), before)
+            removeIfUnchanged(String(cString: path), info)
             return .bad(.oversize, detail: "\(size) bytes on disk, entry size limit \(maxBodySize)")
         }
-        let base = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 16)
+        let base = UnsafeMutableRawPointer.allocate(byteCount: size + 1, alignment: 16)
         var handedOff = false
         defer { if !handedOff { base.deallocate() } }
-        guard try fs.readAll(fd, into: base, count: size, path: path) else {
-            return .bad(.changed, detail: "shorter than its size when read")
+        let got = try fs.readUpTo(fd, into: base, count: size + 1, path: path)
+        guard got == size else {
+            return .bad(.changed, detail: "\(got) bytes read of a file of \(size) (changed in place while read)")
         }
-        let after = try fs.status(of: fd, path: path)
-        guard after.st_size == before.st_size, after.st_mtim.isSame(as: before.st_mtim),
-            after.st_ctim.isSame(as: before.st_ctim)
-        else { return .bad(.changed, detail: "modified while read") }
         let parsed: (metadata: CacheEntryMetadata, bodyOffset: Int)
         do {
             parsed = try DiskEntryCodec.decode(
                 UnsafeRawBufferPointer(start: base, count: size), maxBodySize: maxBodySize, expectedKey: key,
                 verifiesChecksum: verifiesChecksums)
         } catch {
-            removeIfUnchanged(String(cString: path), before)
+            removeIfUnchanged(String(cString: path), info)
             return .bad(.corrupt, detail: "\(error)")
         }
         var metadata = parsed.metadata
+        if info.st_mode & DiskExtendedData.modeFlag != 0 {
+            let value = try fs.extendedAttribute(
+                fd, name: DiskExtendedData.attributeName,
+                limit: DiskExtendedData.headerSize + DiskExtendedData.maxSize, path: String(cString: path))
+            if let value {
+                guard let extended = DiskExtendedData.decode(value) else {
+                    removeIfUnchanged(String(cString: path), info)
+                    return .bad(.corrupt, detail: "extended data attribute of \(value.count) bytes is not valid")
+                }
+                metadata.extendedData = extended
+            }
+        }
         let offset = parsed.bodyOffset
         if now - accessTime >= accessTimeGranularity {
             fs.setAccessTime(fd, to: now)
@@ -162,7 +175,7 @@ struct DiskEntryStore: Sendable {
     /// True when `name` exists as a regular file that has not expired.
     func contains(name: DiskEntryName, now: Double) -> Bool {
         guard let info = try? fs.status(path(name)), (info.st_mode & S_IFMT) == S_IFREG else { return false }
-        if let maxDiskAge, now - info.st_mtim.seconds > maxDiskAge { return false }
+        if let maxDiskAge = limits.maxDiskAge, now - info.st_mtim.seconds > maxDiskAge { return false }
         return true
     }
 
@@ -176,11 +189,13 @@ struct DiskEntryStore: Sendable {
 
     // MARK: Write
 
-    /// Writes an entry atomically: a temporary file in the directory (header and body in one `writev`), then a
-    /// rename over `name`.
+    /// Writes an entry atomically: a temporary file in the directory (header and body in one `writev`, the extended
+    /// data of `metadata` in an attribute), then a rename over `name`.
     ///
-    /// On any failure the temporary file is removed and the previous entry is untouched. Recreates the directory
-    /// when it was deleted.
+    /// The temporary file is named after the entry and the process (work on one entry never runs twice at once in a
+    /// process), so the directory sees the same few names come and go, as a plain writer's would; a leftover of a
+    /// crashed writer under that name makes it take a fresh one. On any failure the temporary file is removed and
+    /// the previous entry is untouched. Recreates the directory when it was deleted.
     /// - Parameter measuresReplaced: `lstat` the entry being replaced, for size accounting (only needed when
     ///   the cache has a size limit).
     /// - Returns: bytes written and bytes of the entry it replaced (0 when not measured).
@@ -192,21 +207,27 @@ struct DiskEntryStore: Sendable {
     {
         let checksum = data.withUnsafeBytes { XXH64.hash($0) }
         let header = try DiskEntryCodec.header(for: metadata, bodyLength: data.count, bodyChecksum: checksum)
-        var temporary = path(DiskFileNaming.temporaryName())
+        let extended = metadata.extendedData.map(DiskExtendedData.encode)
+        let extraMode = extended == nil ? 0 : DiskExtendedData.modeFlag
+        var temporary = path(DiskFileNaming.temporaryName(for: name))
         let fd: Int32
         do {
-            fd = try fs.createExclusive(temporary)
+            fd = try fs.createExclusive(temporary, extraMode: extraMode)
         } catch let error as DiskCacheIOError where error.errno == ENOENT || error.errno == EEXIST {
             // The directory was deleted under us (recreate it), or a leftover holds the name (take another).
             if error.errno == ENOENT { try makeOwnedDirectory() }
             temporary = path(DiskFileNaming.temporaryName())
-            fd = try fs.createExclusive(temporary)
+            fd = try fs.createExclusive(temporary, extraMode: extraMode)
         }
         var published = false
         defer { if !published { _ = try? fs.remove(temporary) } }
         do {
             try header.withUnsafeBytes { head in
                 try data.withUnsafeBytes { body in try fs.writeAll(fd, head, body, path: temporary) }
+            }
+            if let extended {
+                try fs.setExtendedAttribute(fd, name: DiskExtendedData.attributeName, value: extended, path: temporary)
+                try checkModeFlag(fd, path: temporary)
             }
             if stampsWrites { fs.setAccessTime(fd, to: now) }
             if fsyncOnWrite { try fs.sync(fd, path: temporary) }
@@ -221,6 +242,66 @@ struct DiskEntryStore: Sendable {
         published = true
         if fsyncOnWrite { syncDirectory() }
         return (header.count + data.count, replaced)
+    }
+
+    /// Throws `EOPNOTSUPP` when the file system dropped the mode bit that flags extended data (reads would not
+    /// look for it).
+    private func checkModeFlag(_ fd: Int32, path: String) throws {
+        var info = stat()
+        guard fstat(fd, &info) == 0 else {
+            throw DiskCacheIOError(operation: DiskOperation.stat.rawValue, path: path, errno: errno)
+        }
+        guard info.st_mode & DiskExtendedData.modeFlag != 0 else {
+            throw DiskCacheIOError(operation: DiskOperation.chmod.rawValue, path: path, errno: EOPNOTSUPP)
+        }
+    }
+
+    /// Sets (or with nil removes) the extended data of the entry file `name` of `key` in place: the bytes are not
+    /// rewritten. False when there is no such entry (absent, expired, or another key's file).
+    ///
+    /// The attribute belongs to the file: when another process replaces the entry meanwhile, the change lands on
+    /// the file it opened (before the replacement, which then wins) or on the new one (after it) — never on a mix.
+    func setExtendedData(name: DiskEntryName, key: String, data: Data?, now: Double) throws -> Bool {
+        let path = path(name)
+        guard let fd = try fs.openForReading(path) else { return false }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else {
+            throw DiskCacheIOError(operation: DiskOperation.stat.rawValue, path: path, errno: errno)
+        }
+        if let maxDiskAge = limits.maxDiskAge, now - info.st_mtim.seconds > maxDiskAge { return false }
+        guard (info.st_mode & S_IFMT) == S_IFREG, try fileHoldsKey(fd, key: key, size: Int(info.st_size), path: path)
+        else { return false }
+        let permissions = info.st_mode & 0o7777
+        if let data {
+            let value = DiskExtendedData.encode(data)
+            try fs.setExtendedAttribute(fd, name: DiskExtendedData.attributeName, value: value, path: path)
+            if permissions & DiskExtendedData.modeFlag == 0 {
+                try fs.setMode(fd, permissions | DiskExtendedData.modeFlag, path: path)
+                try checkModeFlag(fd, path: path)
+            }
+        } else {
+            // Flag off first: a reader that still sees the flag finds the attribute or nothing, never a stale one.
+            if permissions & DiskExtendedData.modeFlag != 0 {
+                try fs.setMode(fd, permissions & ~DiskExtendedData.modeFlag, path: path)
+            }
+            try fs.setExtendedAttribute(fd, name: DiskExtendedData.attributeName, value: nil, path: path)
+        }
+        return true
+    }
+
+    /// True when the open entry file's header names `key` (reads the header only).
+    private func fileHoldsKey(_ fd: Int32, key: String, size: Int, path: String) throws -> Bool {
+        guard size >= DiskEntryCodec.fixedHeaderSize else { return false }
+        var fixed = [UInt8](repeating: 0, count: DiskEntryCodec.fixedHeaderSize)
+        guard try path.withCString({ try fs.readUpTo(fd, into: &fixed, count: fixed.count, path: $0) }) == fixed.count,
+            let blockLength = DiskEntryCodec.metadataLength(fixedHeader: fixed),
+            DiskEntryCodec.fixedHeaderSize + blockLength <= size
+        else { return false }
+        var header = [UInt8](repeating: 0, count: DiskEntryCodec.fixedHeaderSize + blockLength)
+        guard try path.withCString({ try fs.readUpTo(fd, into: &header, count: header.count, path: $0) }) == header.count
+        else { return false }
+        return DiskEntryCodec.headerNames(key, header: header, fileSize: size)
     }
 
     /// Creates the directory and marks it as the cache's own.
@@ -250,7 +331,8 @@ struct DiskEntryStore: Sendable {
 
     // MARK: Sweep
 
-    /// Walks the directory: removes expired entries, stale temporaries and (in an owned directory) foreign files,
+    /// Walks the directory: removes expired entries, entries of format version 1, stale temporaries and (in an owned
+    /// directory) foreign files,
     /// then, when the entries exceed `maxSize` (> 0), removes the least recently accessed until they fit in
     /// `lowWater`. An empty directory becomes owned.
     ///
@@ -266,11 +348,15 @@ struct DiskEntryStore: Sendable {
         var report = SweepReport()
         var live: [DirectoryItem] = []
         live.reserveCapacity(listing.files.count)
+        let maxDiskAge = limits.maxDiskAge
         for item in listing.files where item.name != Self.markerName {
             let isEntry = DiskFileNaming.isEntryName(item.name)
             let drop: Bool
             if isEntry {
                 drop = removeEverything || maxDiskAge.map { now - item.accessTime > $0 } ?? false
+            } else if DiskFileNaming.isLegacyEntryName(item.name) {
+                // An entry of format version 1: no lookup finds it (a clean miss); its space is reclaimed.
+                drop = true
             } else if item.name.hasPrefix(DiskFileNaming.temporaryPrefix) {
                 drop = now - item.accessTime > Self.staleTemporaryAge
             } else {
