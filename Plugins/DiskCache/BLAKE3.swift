@@ -49,7 +49,8 @@ enum BLAKE3 {
                 var total = chunk
                 while total & 1 == 0 {
                     depth -= 1
-                    cv = compress(cv: key, block: join(stack[depth], cv), counter: 0, length: 64, flags: keyedHash | parent)
+                    cv = compress(
+                        cv: key, block: join(stack[depth], cv), counter: 0, length: 64, flags: keyedHash | parent)
                     total >>= 1
                 }
                 stack[depth] = cv
@@ -60,7 +61,9 @@ enum BLAKE3 {
             var cv = key
             var blockFlags = keyedHash | chunkStart
             while count - offset > blockLength {
-                cv = compress(cv: cv, block: load(base! + offset, count: blockLength), counter: chunk, length: 64, flags: blockFlags)
+                cv = compress(
+                    cv: cv, block: load(base! + offset, count: blockLength), counter: chunk, length: 64,
+                    flags: blockFlags)
                 blockFlags = keyedHash
                 offset += blockLength
             }
@@ -73,9 +76,11 @@ enum BLAKE3 {
             var right = compress(cv: cv, block: lastBlock, counter: chunk, length: UInt32(last), flags: lastFlags)
             while depth > 1 {
                 depth -= 1
-                right = compress(cv: key, block: join(stack[depth], right), counter: 0, length: 64, flags: keyedHash | parent)
+                right = compress(
+                    cv: key, block: join(stack[depth], right), counter: 0, length: 64, flags: keyedHash | parent)
             }
-            return compress(cv: key, block: join(stack[0], right), counter: 0, length: 64, flags: keyedHash | parent | root)
+            return compress(
+                cv: key, block: join(stack[0], right), counter: 0, length: 64, flags: keyedHash | parent | root)
         }
     }
 
@@ -89,7 +94,8 @@ enum BLAKE3 {
             var flags = keyedHash
             if offset == 0 { flags |= chunkStart }
             if offset + blockLength == count { flags |= chunkEnd }
-            cv = compress(cv: cv, block: load(bytes + offset, count: blockLength), counter: counter, length: 64, flags: flags)
+            cv = compress(
+                cv: cv, block: load(bytes + offset, count: blockLength), counter: counter, length: 64, flags: flags)
             offset += blockLength
         }
         return cv
@@ -149,20 +155,74 @@ enum BLAKE3 {
         var v8 = iv.0, v9 = iv.1, v10 = iv.2, v11 = iv.3
         var v12 = UInt32(truncatingIfNeeded: counter), v13 = UInt32(truncatingIfNeeded: counter >> 32)
         var v14 = length, v15 = flags
-        var m = block
-        for round in 0..<7 {
-            g(&v0, &v4, &v8, &v12, m.0, m.1)
-            g(&v1, &v5, &v9, &v13, m.2, m.3)
-            g(&v2, &v6, &v10, &v14, m.4, m.5)
-            g(&v3, &v7, &v11, &v15, m.6, m.7)
-            g(&v0, &v5, &v10, &v15, m.8, m.9)
-            g(&v1, &v6, &v11, &v12, m.10, m.11)
-            g(&v2, &v7, &v8, &v13, m.12, m.13)
-            g(&v3, &v4, &v9, &v14, m.14, m.15)
-            if round < 6 {
-                m = (m.2, m.6, m.3, m.10, m.7, m.0, m.4, m.13, m.1, m.11, m.12, m.5, m.9, m.14, m.15, m.8)
-            }
-        }
+        let (m0, m1, m2, m3, m4, m5, m6, m7) = (block.0, block.1, block.2, block.3, block.4, block.5, block.6, block.7)
+        let (m8, m9, m10, m11, m12, m13, m14, m15) = (
+            block.8, block.9, block.10, block.11, block.12, block.13, block.14, block.15
+        )
+        // Seven rounds, unrolled, with the message schedule (the permutation applied r times) resolved here.
+        // Round 1.
+        g(&v0, &v4, &v8, &v12, m0, m1)
+        g(&v1, &v5, &v9, &v13, m2, m3)
+        g(&v2, &v6, &v10, &v14, m4, m5)
+        g(&v3, &v7, &v11, &v15, m6, m7)
+        g(&v0, &v5, &v10, &v15, m8, m9)
+        g(&v1, &v6, &v11, &v12, m10, m11)
+        g(&v2, &v7, &v8, &v13, m12, m13)
+        g(&v3, &v4, &v9, &v14, m14, m15)
+        // Round 2.
+        g(&v0, &v4, &v8, &v12, m2, m6)
+        g(&v1, &v5, &v9, &v13, m3, m10)
+        g(&v2, &v6, &v10, &v14, m7, m0)
+        g(&v3, &v7, &v11, &v15, m4, m13)
+        g(&v0, &v5, &v10, &v15, m1, m11)
+        g(&v1, &v6, &v11, &v12, m12, m5)
+        g(&v2, &v7, &v8, &v13, m9, m14)
+        g(&v3, &v4, &v9, &v14, m15, m8)
+        // Round 3.
+        g(&v0, &v4, &v8, &v12, m3, m4)
+        g(&v1, &v5, &v9, &v13, m10, m12)
+        g(&v2, &v6, &v10, &v14, m13, m2)
+        g(&v3, &v7, &v11, &v15, m7, m14)
+        g(&v0, &v5, &v10, &v15, m6, m5)
+        g(&v1, &v6, &v11, &v12, m9, m0)
+        g(&v2, &v7, &v8, &v13, m11, m15)
+        g(&v3, &v4, &v9, &v14, m8, m1)
+        // Round 4.
+        g(&v0, &v4, &v8, &v12, m10, m7)
+        g(&v1, &v5, &v9, &v13, m12, m9)
+        g(&v2, &v6, &v10, &v14, m14, m3)
+        g(&v3, &v7, &v11, &v15, m13, m15)
+        g(&v0, &v5, &v10, &v15, m4, m0)
+        g(&v1, &v6, &v11, &v12, m11, m2)
+        g(&v2, &v7, &v8, &v13, m5, m8)
+        g(&v3, &v4, &v9, &v14, m1, m6)
+        // Round 5.
+        g(&v0, &v4, &v8, &v12, m12, m13)
+        g(&v1, &v5, &v9, &v13, m9, m11)
+        g(&v2, &v6, &v10, &v14, m15, m10)
+        g(&v3, &v7, &v11, &v15, m14, m8)
+        g(&v0, &v5, &v10, &v15, m7, m2)
+        g(&v1, &v6, &v11, &v12, m5, m3)
+        g(&v2, &v7, &v8, &v13, m0, m1)
+        g(&v3, &v4, &v9, &v14, m6, m4)
+        // Round 6.
+        g(&v0, &v4, &v8, &v12, m9, m14)
+        g(&v1, &v5, &v9, &v13, m11, m5)
+        g(&v2, &v6, &v10, &v14, m8, m12)
+        g(&v3, &v7, &v11, &v15, m15, m1)
+        g(&v0, &v5, &v10, &v15, m13, m3)
+        g(&v1, &v6, &v11, &v12, m0, m10)
+        g(&v2, &v7, &v8, &v13, m2, m6)
+        g(&v3, &v4, &v9, &v14, m4, m7)
+        // Round 7.
+        g(&v0, &v4, &v8, &v12, m11, m15)
+        g(&v1, &v5, &v9, &v13, m5, m0)
+        g(&v2, &v6, &v10, &v14, m1, m9)
+        g(&v3, &v7, &v11, &v15, m8, m6)
+        g(&v0, &v5, &v10, &v15, m14, m10)
+        g(&v1, &v6, &v11, &v12, m2, m12)
+        g(&v2, &v7, &v8, &v13, m3, m4)
+        g(&v3, &v4, &v9, &v14, m7, m13)
         return (v0 ^ v8, v1 ^ v9, v2 ^ v10, v3 ^ v11, v4 ^ v12, v5 ^ v13, v6 ^ v14, v7 ^ v15)
     }
 }

@@ -91,13 +91,11 @@ public final class DiskCache: ImageCacheProtocol, Sendable {
         let limits = DiskCacheLimits(configuration: configuration)
         self.limits = limits
         let directory = configuration.directory.standardizedFileURL.path
-        var store = DiskEntryStore(
+        store = DiskEntryStore(
             directory: directory.count > 1 && directory.hasSuffix("/") ? String(directory.dropLast()) : directory,
             fs: DiskFileSystem(faults: configuration.faults), limits: limits,
             accessTimeGranularity: configuration.accessTimeGranularity, fsyncOnWrite: configuration.fsyncOnWrite,
-            stampsWrites: configuration.clock != nil)
-        store.verifiesChecksums = configuration.verifiesChecksums
-        self.store = store
+            stampsWrites: configuration.clock != nil, verifiesChecksums: configuration.verifiesChecksums)
         state = Mutex(DiskCacheState(configuration: configuration))
         writePool = DiskWritePool(label: "webimage.diskcache.write", maxThreads: configuration.writeConcurrency)
         readPool = WorkPool(
@@ -169,15 +167,16 @@ public final class DiskCache: ImageCacheProtocol, Sendable {
     public func entry(forKey key: String) throws(ImageError) -> DiskCacheEntry? {
         let name = DiskFileNaming.entryName(forKey: key)
         if pendingActivity.load(ordering: .acquiring) != 0, let pending = pendingValue(name) { return pending.entry }
+        var entry = DiskCacheEntry.empty
         let result: DiskEntryStore.ReadResult
         do {
             result = try store.read(
-                name: name, key: key, now: now(), maxBodySize: limits.effectiveMaxEntrySize)
+                name: name, key: key, now: now(), maxBodySize: limits.effectiveMaxEntrySize, into: &entry)
         } catch {
             throw Self.failure(error, stage: .cacheQuery)
         }
         switch result {
-        case .hit(let entry):
+        case .hit:
             return entry
         case .miss:
             return nil

@@ -264,10 +264,11 @@ extension DiskCache {
             try store.fs.move(oldPath, to: store.path(name))
         } catch {
             // Another file system (EXDEV) or a name clash: copy through a temporary file instead.
+            var entry = DiskCacheEntry.empty
             guard
-                case .hit(let entry)? = try? old.read(
-                    name: name, key: key, now: item.accessTime, maxBodySize: maxEntry),
-                (try? store.write(name: name, data: entry.data, metadata: metadata, now: now())) != nil
+                case .hit? = try? old.read(
+                    name: name, key: key, now: item.accessTime, maxBodySize: maxEntry, into: &entry),
+                (try? store.write(name: name, data: entry.data, metadata: entry.metadata, now: now())) != nil
             else { return false }
             _ = try? store.fs.remove(oldPath)
         }

@@ -14,6 +14,9 @@ public struct DiskCacheEntry: Sendable {
         self.data = data
         self.metadata = metadata
     }
+
+    /// No bytes, no metadata: what a read fills in (made once; `CacheEntryMetadata()` is not free).
+    static let empty = DiskCacheEntry(data: Data(), metadata: CacheEntryMetadata())
 }
 
 /// What a sweep found and did.
@@ -29,8 +32,9 @@ struct SweepReport {
 /// The blocking file work of a ``DiskCache``: read, write, remove and sweep entry files in one directory.
 ///
 /// Stateless (all state is on disk), so it is safe from any thread and any number of processes: entries are
-/// published by rename, a reader holds an open descriptor, and every step tolerates files that vanish.
-struct DiskEntryStore: Sendable {
+/// published by rename, a reader holds an open descriptor, and every step tolerates files that vanish. A class
+/// (immutable), so a hit passes one reference instead of copying the paths and handles.
+final class DiskEntryStore: Sendable {
     /// Temporary files older than this are leftovers of a crashed writer.
     static let staleTemporaryAge: TimeInterval = 600
     /// Marks a directory the cache owns. Only in an owned directory does a sweep remove foreign files, so a
@@ -48,12 +52,13 @@ struct DiskEntryStore: Sendable {
     /// True when a test clock is in use, so writes stamp the access time themselves.
     let stampsWrites: Bool
     /// Hits check the body against the checksum in the header.
-    var verifiesChecksums = false
+    let verifiesChecksums: Bool
 
     init(
         directory: String, fs: DiskFileSystem, limits: DiskCacheLimits, accessTimeGranularity: TimeInterval,
-        fsyncOnWrite: Bool, stampsWrites: Bool
+        fsyncOnWrite: Bool, stampsWrites: Bool, verifiesChecksums: Bool = false
     ) {
+        self.verifiesChecksums = verifiesChecksums
         self.directory = directory
         directoryBytes = Array(directory.utf8)
         self.fs = fs
@@ -70,7 +75,8 @@ struct DiskEntryStore: Sendable {
 
     /// What a read of one entry file found.
     enum ReadResult {
-        case hit(DiskCacheEntry)
+        /// The entry was read into the caller's value.
+        case hit
         /// Absent or expired.
         case miss
         /// Not served, for this reason (a corrupt or oversize file was also removed).
@@ -91,18 +97,23 @@ struct DiskEntryStore: Sendable {
     ///
     /// Four system calls on a hit, as a plain open and read: `open`, `fstat`, `pread`, `close` (plus `fgetxattr`
     /// when the entry has extended data, and `futimens` when its access time is refreshed).
-    func read(name: DiskEntryName, key: String, now: Double, maxBodySize: Int) throws -> ReadResult {
+    ///
+    /// A hit fills `entry` (whose metadata must start empty) in place rather than returning it: the metadata is
+    /// large, and a hit should move it as few times as it can.
+    func read(name: DiskEntryName, key: String, now: Double, maxBodySize: Int, into entry: inout DiskCacheEntry)
+        throws -> ReadResult
+    {
         try name.withPath(in: directoryBytes) { path in
-            let first = try readOnce(path: path, key: key, now: now, maxBodySize: maxBodySize)
+            let first = try readOnce(path: path, key: key, now: now, maxBodySize: maxBodySize, into: &entry)
             guard case .bad(.changed, _) = first else { return first }
-            return try readOnce(path: path, key: key, now: now, maxBodySize: maxBodySize)
+            return try readOnce(path: path, key: key, now: now, maxBodySize: maxBodySize, into: &entry)
         }
     }
 
     /// One attempt. `path` is a C string on the stack: a String of it is made only for errors and removals.
-    private func readOnce(path: UnsafePointer<CChar>, key: String, now: Double, maxBodySize: Int) throws
-        -> ReadResult
-    {
+    private func readOnce(
+        path: UnsafePointer<CChar>, key: String, now: Double, maxBodySize: Int, into entry: inout DiskCacheEntry
+    ) throws -> ReadResult {
         guard let fd = try fs.openForReading(path) else { return .miss }
         defer { close(fd) }
         let info = try fs.status(of: fd, path: path)
@@ -128,16 +139,15 @@ struct DiskEntryStore: Sendable {
         guard got == size else {
             return .bad(.changed, detail: "\(got) bytes read of a file of \(size) (changed in place while read)")
         }
-        let parsed: (metadata: CacheEntryMetadata, bodyOffset: Int)
+        let offset: Int
         do {
-            parsed = try DiskEntryCodec.decode(
+            offset = try DiskEntryCodec.decode(
                 UnsafeRawBufferPointer(start: base, count: size), maxBodySize: maxBodySize, expectedKey: key,
-                verifiesChecksum: verifiesChecksums)
+                verifiesChecksum: verifiesChecksums, into: &entry.metadata)
         } catch {
             removeIfUnchanged(String(cString: path), info)
             return .bad(.corrupt, detail: "\(error)")
         }
-        var metadata = parsed.metadata
         if info.st_mode & DiskExtendedData.modeFlag != 0 {
             let value = try fs.extendedAttribute(
                 fd, name: DiskExtendedData.attributeName,
@@ -147,29 +157,31 @@ struct DiskEntryStore: Sendable {
                     removeIfUnchanged(String(cString: path), info)
                     return .bad(.corrupt, detail: "extended data attribute of \(value.count) bytes is not valid")
                 }
-                metadata.extendedData = extended
+                entry.metadata.extendedData = extended
             }
         }
-        let offset = parsed.bodyOffset
         if now - accessTime >= accessTimeGranularity {
             fs.setAccessTime(fd, to: now)
-            metadata.lastAccess = Date(timeIntervalSince1970: now)
+            entry.metadata.lastAccess = Date(timeIntervalSince1970: now)
         } else {
-            metadata.lastAccess = Date(timeIntervalSince1970: accessTime)
+            entry.metadata.lastAccess = Date(timeIntervalSince1970: accessTime)
         }
         let bodyCount = size - offset
-        guard bodyCount > 0 else { return .hit(DiskCacheEntry(data: Data(), metadata: metadata)) }
+        guard bodyCount > 0 else {
+            entry.data = Data()
+            return .hit
+        }
         // Hand the buffer to Data without copying. The header before the body is parsed and no longer needed:
         // its last 8 bytes (offset ≥ 17) keep the allocation's address, so the deallocator captures nothing.
         handedOff = true
         let body = base + offset
         (body - 8).storeBytes(of: base, toByteOffset: 0, as: UnsafeMutableRawPointer.self)
-        let data = Data(
+        entry.data = Data(
             bytesNoCopy: body, count: bodyCount,
             deallocator: .custom { body, _ in
                 (body - 8).loadUnaligned(as: UnsafeMutableRawPointer.self).deallocate()
             })
-        return .hit(DiskCacheEntry(data: data, metadata: metadata))
+        return .hit
     }
 
     /// True when `name` exists as a regular file that has not expired.
@@ -299,7 +311,8 @@ struct DiskEntryStore: Sendable {
             DiskEntryCodec.fixedHeaderSize + blockLength <= size
         else { return false }
         var header = [UInt8](repeating: 0, count: DiskEntryCodec.fixedHeaderSize + blockLength)
-        guard try path.withCString({ try fs.readUpTo(fd, into: &header, count: header.count, path: $0) }) == header.count
+        guard
+            try path.withCString({ try fs.readUpTo(fd, into: &header, count: header.count, path: $0) }) == header.count
         else { return false }
         return DiskEntryCodec.headerNames(key, header: header, fileSize: size)
     }

@@ -288,8 +288,7 @@ struct DiskFileSystem: Sendable {
 
     /// The value of extended attribute `name` of an open file, or nil when it has none (or the file system has no
     /// extended attributes). At most `limit` bytes: a larger value is returned as an empty array.
-    func extendedAttribute(_ fd: Int32, name: String, limit: Int, path: @autoclosure () -> String) throws -> [UInt8]?
-    {
+    func extendedAttribute(_ fd: Int32, name: String, limit: Int, path: @autoclosure () -> String) throws -> [UInt8]? {
         if let faults { try faults.check(.getxattr, path()) }
         return try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(1, limit)) { buffer in
             let count = fgetxattr(fd, name, buffer.baseAddress, limit)

@@ -86,8 +86,11 @@ struct DiskCacheRuntimeLimitsTests {
                     if random.next() % 2 == 0 {
                         // A store larger than the size limit in force at that moment may be refused; nothing else.
                         do {
-                            try cache.storeData(bodies[index], metadata: CacheEntryMetadata(etag: "\(index)"), forKey: key)
-                        } catch let error as ImageError where error.message?.contains("exceeds the entry size limit") == true {
+                            try cache.storeData(
+                                bodies[index], metadata: CacheEntryMetadata(etag: "\(index)"), forKey: key)
+                        } catch let error as ImageError
+                            where error.message?.contains("exceeds the entry size limit") == true
+                        {
                         } catch {
                             errors.withLock { $0.append("store: \(error)") }
                         }

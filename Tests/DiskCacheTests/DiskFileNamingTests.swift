@@ -145,7 +145,9 @@ struct DiskFileNamingTests {
             #expect(try cache.entry(forKey: twin)?.data == Data("twin".utf8))
             #expect(DiskTest.files(in: directory).count == 2)
         }
-        print("DiskFileNaming property: \(cases.load(ordering: .relaxed)) cases, \(distinctPairs.load(ordering: .relaxed)) distinct pairs stored")
+        print(
+            "DiskFileNaming property: \(cases.load(ordering: .relaxed)) cases, \(distinctPairs.load(ordering: .relaxed)) distinct pairs stored"
+        )
         #expect(distinctPairs.load(ordering: .relaxed) > 200, "most pairs must exercise the store")
     }
 

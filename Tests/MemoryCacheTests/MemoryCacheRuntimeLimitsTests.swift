@@ -13,7 +13,8 @@ import Testing
 struct MemoryCacheRuntimeLimitsTests {
     static func filled(costLimit: Int = 10_000, countLimit: Int = .max, entries: Int, cost: Int) -> MemoryCache {
         let cache = MemoryCache(
-            configuration: MemoryCacheConfiguration(costLimit: costLimit, countLimit: countLimit, maxEntryCost: costLimit))
+            configuration: MemoryCacheConfiguration(
+                costLimit: costLimit, countLimit: countLimit, maxEntryCost: costLimit))
         for index in 0..<entries { cache.setImage(CacheFixtures.image(cost: cost), forKey: "k\(index)") }
         return cache
     }
