@@ -27,8 +27,10 @@ import Synchronization
 /// - Garbage, truncated, hostile and wrong-key entry files are misses and are removed (the header decoder
 ///   throws a typed ``DiskEntryCodecError``, never traps). A file larger than
 ///   ``DiskCacheConfiguration/maxEntrySize`` (plus its header) is never read into memory: a miss, removed. A
-///   file changed by someone else while it is read is a miss, never wrong bytes; with
-///   ``DiskCacheConfiguration/verifiesChecksums`` the body is also checked against its checksum. In a
+///   file truncated, rewritten with truncation or extended by someone else while it is read is a miss, never
+///   wrong bytes (the cache's own writers never change a published file); a same-size overwrite in place by
+///   another program is caught by ``DiskCacheConfiguration/verifiesChecksums``, which checks every body against
+///   its checksum. In a
 ///   directory the cache owns (it created it or found it empty, and marked it) sweeps also remove foreign files
 ///   and stale temporaries.
 /// - Metrics (swift-metrics) and logs (swift-log) report dropped stores and bad entry files; see

@@ -53,9 +53,10 @@ public struct DiskCacheConfiguration: Sendable {
     public var maxWriteBacklogBytes: Int
     /// Check every hit's body against the checksum (XXH64) written in its header. Off by default: it costs
     /// about a third of a raw read of the file. The cache's own writers (in any process) publish whole files
-    /// by rename, and a truncation or a change during a read is detected without it (a miss, never wrong
-    /// bytes); what only the checksum catches is a body damaged at rest or overwritten in place, without
-    /// truncation, by another program while it is read — turn it on when something else writes the directory.
+    /// by rename and never change a published file, and a file that shrinks or grows during a read is detected
+    /// without it (a miss, never wrong bytes); what only the checksum catches is a body damaged at rest or
+    /// overwritten in place, without truncation, by another program while it is read — turn it on when
+    /// something else writes the directory.
     /// A mismatch is a miss and the file is removed.
     public var verifiesChecksums = false
     /// Where the cache logs: a warning when stores are dropped, debug for entries found corrupt, too large or
