@@ -35,15 +35,17 @@ enum BLAKE3 {
     /// The keyed hash of `input` (32 bytes, as eight little-endian words).
     static func keyedHash(_ input: UnsafeRawBufferPointer, key: Words) -> Words {
         let count = input.count
-        let base = input.baseAddress
-        // Full chunks before the last one go to the stack of chaining values; at most 54 are ever held (one per
-        // bit of the chunk count), so a fixed buffer on the stack is enough.
-        return withUnsafeTemporaryAllocation(of: Words.self, capacity: 54) { stack in
+        // Most keys fit one chunk: no stack of chaining values at all.
+        guard count > chunkLength else { return finish(input, from: 0, chunk: 0, key: key, stack: nil, depth: 0) }
+        // Full chunks before the last one go to a stack of chaining values: one entry per bit of their count.
+        let fullChunks = (count - 1) / chunkLength
+        let capacity = Int.bitWidth - fullChunks.leadingZeroBitCount + 1
+        return withUnsafeTemporaryAllocation(of: Words.self, capacity: capacity) { stack in
             var depth = 0
             var chunk: UInt64 = 0
             var offset = 0
             while count - offset > chunkLength {
-                var cv = chunkChainingValue(base! + offset, count: chunkLength, counter: chunk, key: key)
+                var cv = chunkChainingValue(input.baseAddress! + offset, count: chunkLength, counter: chunk, key: key)
                 chunk += 1
                 // Merge completed subtrees: one merge per trailing zero bit of the number of chunks so far.
                 var total = chunk
@@ -57,31 +59,42 @@ enum BLAKE3 {
                 depth += 1
                 offset += chunkLength
             }
-            // The last chunk (1 to 1,024 bytes, or none for empty input): all blocks but its last one.
-            var cv = key
-            var blockFlags = keyedHash | chunkStart
-            while count - offset > blockLength {
-                cv = compress(
-                    cv: cv, block: load(base! + offset, count: blockLength), counter: chunk, length: 64,
-                    flags: blockFlags)
-                blockFlags = keyedHash
-                offset += blockLength
-            }
-            let last = count - offset
-            let lastBlock = last == 0 ? zeroBlock : load(base! + offset, count: last)
-            let lastFlags = blockFlags | chunkEnd
-            if depth == 0 {
-                return compress(cv: cv, block: lastBlock, counter: chunk, length: UInt32(last), flags: lastFlags | root)
-            }
-            var right = compress(cv: cv, block: lastBlock, counter: chunk, length: UInt32(last), flags: lastFlags)
-            while depth > 1 {
-                depth -= 1
-                right = compress(
-                    cv: key, block: join(stack[depth], right), counter: 0, length: 64, flags: keyedHash | parent)
-            }
-            return compress(
-                cv: key, block: join(stack[0], right), counter: 0, length: 64, flags: keyedHash | parent | root)
+            return finish(input, from: offset, chunk: chunk, key: key, stack: stack, depth: depth)
         }
+    }
+
+    /// The last chunk (1 to 1,024 bytes from `offset`, or none for empty input), then the merges up the stack of
+    /// `depth` chaining values, the last compression with the root flag.
+    @inline(__always)
+    private static func finish(
+        _ input: UnsafeRawBufferPointer, from start: Int, chunk: UInt64, key: Words,
+        stack: UnsafeMutableBufferPointer<Words>?, depth: Int
+    ) -> Words {
+        let count = input.count
+        var offset = start
+        var cv = key
+        var blockFlags = keyedHash | chunkStart
+        while count - offset > blockLength {
+            cv = compress(
+                cv: cv, block: load(input.baseAddress! + offset, count: blockLength), counter: chunk, length: 64,
+                flags: blockFlags)
+            blockFlags = keyedHash
+            offset += blockLength
+        }
+        let last = count - offset
+        let lastBlock = last == 0 ? zeroBlock : load(input.baseAddress! + offset, count: last)
+        let lastFlags = blockFlags | chunkEnd
+        guard let stack, depth > 0 else {
+            return compress(cv: cv, block: lastBlock, counter: chunk, length: UInt32(last), flags: lastFlags | root)
+        }
+        var right = compress(cv: cv, block: lastBlock, counter: chunk, length: UInt32(last), flags: lastFlags)
+        var level = depth
+        while level > 1 {
+            level -= 1
+            right = compress(
+                cv: key, block: join(stack[level], right), counter: 0, length: 64, flags: keyedHash | parent)
+        }
+        return compress(cv: key, block: join(stack[0], right), counter: 0, length: 64, flags: keyedHash | parent | root)
     }
 
     /// The chaining value of one full, non-final chunk.

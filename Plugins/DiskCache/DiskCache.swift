@@ -145,7 +145,13 @@ public final class DiskCache: ImageCacheProtocol, Sendable {
         URL(fileURLWithPath: store.path(DiskFileNaming.entryName(forKey: key)))
     }
 
-    func now() -> Double { (initialConfiguration.clock?() ?? Date()).timeIntervalSince1970 }
+    /// Seconds since 1970: the test clock's, else the system's (read directly: a hit asks for it every time).
+    func now() -> Double {
+        if let clock = initialConfiguration.clock { return clock().timeIntervalSince1970 }
+        var time = timespec()
+        clock_gettime(CLOCK_REALTIME, &time)
+        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+    }
 
     /// Queues `body` as a barrier: it runs alone, after everything submitted before it.
     func submitBarrier(_ body: @escaping @Sendable () -> Void, then: (@Sendable () -> Void)? = nil) {

@@ -132,9 +132,9 @@ final class DiskEntryStore: Sendable {
             removeIfUnchanged(String(cString: path), info)
             return .bad(.oversize, detail: "\(size) bytes on disk, entry size limit \(maxBodySize)")
         }
-        let base = UnsafeMutableRawPointer.allocate(byteCount: size + 1, alignment: 16)
+        let (base, sizeClass) = DiskReadBuffers.take(size + 1)
         var handedOff = false
-        defer { if !handedOff { base.deallocate() } }
+        defer { if !handedOff { DiskReadBuffers.release(base, sizeClass: sizeClass) } }
         let got = try fs.readUpTo(fd, into: base, count: size + 1, path: path)
         guard got == size else {
             return .bad(.changed, detail: "\(got) bytes read of a file of \(size) (changed in place while read)")
@@ -172,14 +172,18 @@ final class DiskEntryStore: Sendable {
             return .hit
         }
         // Hand the buffer to Data without copying. The header before the body is parsed and no longer needed:
-        // its last 8 bytes (offset ≥ 17) keep the allocation's address, so the deallocator captures nothing.
+        // its last 16 bytes (offset ≥ 17) keep the buffer's address and size class, so the deallocator, which
+        // gives the buffer back to the pool, captures nothing.
         handedOff = true
         let body = base + offset
+        (body - 16).storeBytes(of: sizeClass, toByteOffset: 0, as: Int.self)
         (body - 8).storeBytes(of: base, toByteOffset: 0, as: UnsafeMutableRawPointer.self)
         entry.data = Data(
             bytesNoCopy: body, count: bodyCount,
             deallocator: .custom { body, _ in
-                (body - 8).loadUnaligned(as: UnsafeMutableRawPointer.self).deallocate()
+                DiskReadBuffers.release(
+                    (body - 8).loadUnaligned(as: UnsafeMutableRawPointer.self),
+                    sizeClass: (body - 16).loadUnaligned(as: Int.self))
             })
         return .hit
     }
