@@ -31,7 +31,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),  // `make docs` only
-        .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),  // tests only
+        // Property tests (issue 21): random inputs through Swift Testing, the seed of a failure printed.
+        .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
     ],
     targets: [
         // MARK: Core (Foundation and the standard library only)
@@ -56,6 +57,9 @@ let package = Package(
             name: "CAVIF", path: "Plugins/CAVIF",
             providers: [.apt(["libavif-dev"])]),
 
+        // Extended attributes (fgetxattr & co., in libc but not in Swift's Glibc module), for DiskCache.
+        .systemLibrary(name: "CXattr", path: "Plugins/CXattr"),
+
         // MARK: Coder plugins
         .target(name: "PNGCoder", dependencies: ["ImageCore", "CPNG", "CPNGShim"], path: "Plugins/PNGCoder"),
         .target(name: "JPEGCoder", dependencies: ["ImageCore", "CJPEG"], path: "Plugins/JPEGCoder"),
@@ -68,7 +72,7 @@ let package = Package(
         .target(
             name: "DiskCache",
             dependencies: [
-                "ImageCore", .product(name: "Crypto", package: "swift-crypto"),
+                "ImageCore", "CXattr",
                 .product(name: "Logging", package: "swift-log"), .product(name: "Metrics", package: "swift-metrics"),
             ],
             path: "Plugins/DiskCache"),
@@ -152,6 +156,7 @@ let package = Package(
             dependencies: [
                 "DiskCache", "MemoryCache", "ImageTestSupport",
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "PropertyBased", package: "swift-property-based"),
             ]),
         .testTarget(
             name: "HTTPLoaderTests",
