@@ -6,9 +6,10 @@
 #   Benchmarks/proxy/bench.sh            # or: make bench-proxy
 #
 # Environment: IMAGE_CORPUS (default ../shared/corpus from the repository root), DURATION (seconds measured per
-# run, default 15), WARMUP (default 3), ROUNDS (default 3), CONCURRENCY (default "2 8"), FORMATS (default
-# "jpeg png webp avif"), CONFIGS (ids from servers.py, default all), CPUS (cores both servers are pinned to,
-# default 0,1), SERVER_BIN (a built thumbnail-server: skips the build), SERVER_SCRATCH (the server's SwiftPM
+# run, default 15; AVIF: DURATION_AVIF, default twice that), WARMUP (default 3), ROUNDS (default 3), CONCURRENCY
+# (default "2 8"), FORMATS (default "jpeg png webp avif"), CONFIGS (ids from servers.py, default all), CPUS (cores
+# both servers are pinned to, default 0,1), HERD (requests, default 100; 0 skips), HERD_FORMATS (default
+# "jpeg png"), SERVER_BIN (a built thumbnail-server: skips the build), SERVER_SCRATCH (the server's SwiftPM
 # scratch path), and the SERVER_* overrides of servers.py.
 set -euo pipefail
 

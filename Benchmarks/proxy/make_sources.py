@@ -2,12 +2,14 @@
 
 Usage: make_sources.py PHOTOS_DIR OUT_DIR [COUNT]
 
-Each of the five camera photos (8-12 MP) gives COUNT/5 distinct pictures: a crop of a random size (55-100% of the
-largest crop of that shape, never smaller than the output) and place, scaled to 1920x1280 (every fifth one a portrait crop scaled to 1280x1920), every other one
-mirrored, EXIF orientation applied and metadata dropped. Each picture is written as JPEG (quality 90, 4:2:0),
-PNG (RGB, zlib level 6), PNG with an opaque alpha channel (png-rgba/, for servers that pick PNG only for images
-with alpha), WebP (lossy, quality 90) and AVIF (quality 80, speed 8, Pillow's bundled libavif), so each output
-format is measured from sources of its own format. Deterministic (seeded); the photos stay outside the repository.
+The camera JPEGs of 8 MP or more in PHOTOS_DIR (three in the shared corpus: Canon EOS 20D, 8.2 MP; Canon EOS 450D
+and Nikon D90, 12.2 MP) share the COUNT pictures (default 55). Each picture is a crop of random size and place of
+its photo (55-100% of the largest crop of that shape, never smaller than the output, so nothing is upscaled),
+scaled to 1920x1280 (every fifth a portrait crop scaled to 1280x1920), every other one mirrored; EXIF orientation
+applied, metadata dropped. Each is written as JPEG (quality 90, 4:2:0), PNG (RGB, zlib level 6), PNG with an
+opaque alpha channel (png-rgba/, for servers that pick PNG only for images with alpha), WebP (lossy, quality 90)
+and AVIF (quality 80, speed 8, Pillow's bundled libavif), so each output format is measured from sources of its
+own format. Deterministic (seeded); the photos stay outside the repository.
 Writes OUT_DIR/manifest.json: [{"name", "width", "height"}].
 """
 
