@@ -114,7 +114,18 @@ def write(data, out_dir):
                 f"{rss:.1f}× ({sdk['rss']:.0f} / {t['rss']:.0f} MB): {mark(rss <= GOAL_RSS)} | "
                 f"{sdk['cpu'] / t['cpu']:.2f}× | {IMGPROXY[fmt]} |")
     add("")
-    add("A CPU/req ratio above 1 means the ThumbnailServer spends more CPU per thumbnail than thumbor. The imgproxy "
+    sdk_runs = [r for r in data["runs"] if r["config"] == "sdk"]
+    if sdk_runs:
+        most = max(r["requests"] for r in sdk_runs)
+        add(f"Peak RSS is read at the end of each run, after warm-up and at most {most:,} measured answers per run "
+            "here. The ThumbnailServer keeps thumbnails in its memory cache by default, so its peak RSS grows with "
+            "the answers a run makes until that cache is full: a longer or quieter run than this one gives a larger "
+            "figure (issue 22 measured 1.2–2.0 GB after longer runs of JPEG).")
+        add("")
+    add("A CPU/req ratio above 1 means the ThumbnailServer spends more CPU per thumbnail than thumbor; its inverse "
+        "estimates the req/s ratio both would reach saturating the same idle cores. On a shared machine (see the "
+        "last column below: the cores the server got) the req/s ratios also measure who won more of a contended "
+        "CPU, so read them with the CPU ratio beside them. The imgproxy "
         "column is imgproxy's published req/s ratio to thumbor on the same kind of workload (2 clients, 2 vCPUs); "
         "imgproxy cannot be built here, so it stands in for the Go servers.")
     add("")
