@@ -508,6 +508,9 @@ def versions(args):
                        "Package.swift")
     return {
         "server_commit": git(args.root, "rev-parse", "--short", "HEAD"),
+        # The last commit that changed the server or the SDK: what was measured, whatever the branch adds elsewhere.
+        "server_source_commit": git(args.root, "log", "-1", "--format=%h", "--", "Examples/ThumbnailServer",
+                                    "Sources", "Plugins", "Package.swift"),
         "server_commit_subject": git(args.root, "log", "-1", "--format=%s"),
         "server_branch": git(args.root, "rev-parse", "--abbrev-ref", "HEAD"),
         "server_tree_dirty": bool(server_dirty),
@@ -550,7 +553,8 @@ def main():
     os.makedirs(os.path.join(args.build, "run"))
     started = datetime.datetime.now().astimezone()
     meta = {"started": started.isoformat(timespec="seconds"), "loadavg_start": loadavg(), **versions(args),
-            "duration_s": args.duration, "duration_avif_s": args.duration_avif, "warmup_s": args.warmup, "rounds": args.rounds,
+            "duration_s": args.duration, "duration_avif_s": args.duration_avif, "warmup_s": args.warmup,
+            "rounds": args.rounds,
             "concurrency": args.concurrency, "formats": args.formats, "cpus": args.cpus, "sources": len(images),
             "source_sizes": sorted({f"{i['width']}x{i['height']}" for i in images}),
             "server_path": servers.SDK["path"], "server_command": servers.SDK["command"],

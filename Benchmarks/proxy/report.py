@@ -65,8 +65,10 @@ def write(data, out_dir):
         "see README.md beside this file for the method.")
     add("")
     dirty = " (with uncommitted changes to the server or SDK)" if meta["server_tree_dirty"] else ""
-    add(f"- **Server measured**: the ThumbnailServer of commit `{meta['server_commit']}` "
-        f"(branch `{meta['server_branch']}`: \"{meta['server_commit_subject']}\"){dirty}, release build of "
+    source = meta.get("server_source_commit", meta["server_commit"])
+    add(f"- **Server measured**: the ThumbnailServer and SDK as of commit `{source}` (the last commit that changed "
+        "`Examples/ThumbnailServer`, `Sources`, `Plugins` or `Package.swift`), built from the checkout at "
+        f"`{meta['server_commit']}` (branch `{meta['server_branch']}`){dirty}, release build of "
         f"{meta['server_binary_built']}. Request: `{meta['server_path']}`, output format asked for with "
         "`Accept: image/<format>`; default configuration (memory and disk caches on).")
     add(f"- **Baseline**: thumbor {meta['thumbor']} from PyPI (Pillow {meta['pillow']}: libjpeg-turbo "
@@ -94,7 +96,8 @@ def write(data, out_dir):
     add("## Goals of issue 22")
     add("")
     add("Ratios are the ThumbnailServer's figure over thumbor's best configuration at the same format and "
-        "concurrency (named in the table below). Goals: req/s ≥ 2.0× thumbor's best on JPEG, PNG and WebP, ≥ 1.3× on "
+        "concurrency (named in the table below). Goals: req/s ≥ 2.0× thumbor's best on JPEG, PNG and WebP, "
+        "≥ 1.3× on "
         "AVIF; p99 ≤ thumbor's; peak RSS ≤ 1.5× thumbor's (all its processes summed).")
     add("")
     add("| output | clients | req/s ratio | goal | p99: ours / thumbor's | peak RSS ratio | CPU/req ratio | "
@@ -183,7 +186,8 @@ def write(data, out_dir):
     add("")
     add("```sh")
     add("make bench-proxy                       # installs, builds (release), measures, writes this file")
-    add(f"DURATION={meta['duration_s']} ROUNDS={meta['rounds']} make bench-proxy")
+    add(f"DURATION={meta['duration_s']} WARMUP={meta['warmup_s']} ROUNDS={meta['rounds']} make bench-proxy   "
+        "# this run's settings")
     add("```")
     add("")
     with open(os.path.join(out_dir, "RESULTS.md"), "w") as f:
@@ -240,8 +244,9 @@ def chart(data, table, formats, path):
             ax.grid(axis="y", alpha=0.3)
             if row == 0 and col == 0:
                 ax.legend(fontsize=7, loc="upper left")
+    commit = meta.get("server_source_commit", meta["server_commit"])
     fig.suptitle(f"Fit-inside 512x512 of ~2.5 MP photos in the source's format: ThumbnailServer "
-                 f"{meta['server_commit']} vs thumbor {meta['thumbor']}\n{meta['started'][:10]}, {meta['cores']} "
+                 f"{commit} vs thumbor {meta['thumbor']}\n{meta['started'][:10]}, {meta['cores']} "
                  f"cores shared with other builds (load {meta['loadavg_start']} at start)", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
