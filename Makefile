@@ -2,7 +2,7 @@
 SWIFT ?= swift
 CORPUS ?= $(abspath ../shared/corpus)
 
-.PHONY: demo test deps test-deps lint format bench fuzz soak docs replay
+.PHONY: demo test deps test-deps lint format bench bench-proxy fuzz soak docs replay
 
 deps:
 	@scripts/install-deps.sh
@@ -35,6 +35,11 @@ format:
 ## Benchmarks (release build, separate package); see CONTRIBUTING.md.
 bench: deps
 	cd Benchmarks && $(SWIFT) package --allow-writing-to-package-directory benchmark
+
+## The image-proxy benchmark of issue 22 (not in CI): the ThumbnailServer (release) against thumbor 7.8 from PyPI,
+## nginx as origin, wrk as client; writes Benchmarks/proxy/RESULTS.md and results.png. See Benchmarks/proxy/README.md.
+bench-proxy: deps
+	IMAGE_CORPUS="$${IMAGE_CORPUS:-$(CORPUS)}" Benchmarks/proxy/bench.sh
 
 ## libFuzzer targets (Fuzz/ package), FUZZ_SECONDS each (default 60), FUZZ_TARGETS to pick; see CONTRIBUTING.md.
 fuzz: deps
