@@ -85,10 +85,13 @@ public final class HTTPLoader: ImageLoader {
         var fields: [(name: String, value: String)]
         /// Whether `fields` hold Authorization, Proxy-Authorization or Cookie.
         var carryCredentials: Bool
+        /// `fields` as a coalescing key needs them, made once instead of per request.
+        var keyParts: [String]
 
         init(_ fields: [(name: String, value: String)]) {
             self.fields = fields
             carryCredentials = fields.contains { RedirectPolicy.credentialHeaders.contains($0.name.lowercased()) }
+            keyParts = TransferRequest.keyParts(fields)
         }
     }
 
@@ -307,30 +310,37 @@ public final class HTTPLoader: ImageLoader {
     private func prepareRequest(url: URL, options: ImageOptions, context: ImageContext, subscriber: UInt64)
         -> TransferRequest?
     {
-        var request = ImageRequest(url: url, headers: headers.withLock { $0.fields })
+        let (fields, defaultKey) = headers.withLock { ($0.fields, $0.keyParts) }
+        var request = ImageRequest(url: url, headers: fields)
+        // The default headers' key parts serve as long as nothing below changes the headers.
+        var headerKey: [String]? = defaultKey
         let handleCookies = options.contains(.handleCookies)
         let partition = handleCookies ? context.cachePartitionKey : nil
         if handleCookies, let cookies = cookieJar.cookieHeader(for: url, partition: partition) {
             request[header: "Cookie"] = cookies
+            headerKey = nil
         }
         if options.contains(.refreshCached), let cached = context.loaderCachedMetadata {
             if let etag = cached.etag.flatMap(HTTPResponseParsing.entityTag) { request[header: "If-None-Match"] = etag }
             if let lastModified = cached.lastModified { request[header: "If-Modified-Since"] = lastModified }
+            headerKey = nil
         }
         // User code, called without any lock held.
         if let modifier = configuration.requestModifier {
             guard let modified = modifier.modifiedRequest(for: request) else { return nil }
             request = modified
+            headerKey = nil
         }
         let ownModifier = context.downloadRequestModifier
         if let ownModifier {
             guard let modified = ownModifier.modifiedRequest(for: request) else { return nil }
             request = modified
+            headerKey = nil
         }
         let timeout = request.timeout ?? context.httpTransferTimeout ?? configuration.maximumTransferDuration
         return TransferRequest(
-            request: request, insecure: options.contains(.allowInvalidSSLCertificates), handleCookies: handleCookies,
-            cookiePartition: partition, timeout: timeout,
+            request: request, headerKey: headerKey, insecure: options.contains(.allowInvalidSSLCertificates),
+            handleCookies: handleCookies, cookiePartition: partition, timeout: timeout,
             // A modifier of the caller's own may have added anything: such a transfer is never shared.
             privateTo: ownModifier == nil ? nil : subscriber)
     }

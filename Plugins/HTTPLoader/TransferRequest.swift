@@ -30,21 +30,30 @@ struct TransferRequest: Sendable {
     let timeout: Double
     let key: Key
 
-    /// - Parameter privateTo: The caller the transfer belongs to alone (its context has a request modifier), or nil.
+    /// - Parameters:
+    ///   - headerKey: ``keyParts(_:)`` of the request's headers when the caller has them already (the loader's
+    ///     default headers, unchanged); nil computes them.
+    ///   - privateTo: The caller the transfer belongs to alone (its context has a request modifier), or nil.
     init(
-        request: ImageRequest, insecure: Bool, handleCookies: Bool, cookiePartition: String?, timeout: Double,
-        privateTo: UInt64?
+        request: ImageRequest, headerKey: [String]? = nil, insecure: Bool, handleCookies: Bool,
+        cookiePartition: String?, timeout: Double, privateTo: UInt64?
     ) {
         self.request = request
         self.insecure = insecure
         self.handleCookies = handleCookies
         self.cookiePartition = cookiePartition
         self.timeout = timeout
-        var headers = request.headers.map { $0.name.lowercased() + ":" + $0.value }
-        if headers.count > 1 { headers.sort() }
         key = Key(
-            method: request.method, url: request.url.absoluteString, headers: headers, insecure: insecure,
+            method: request.method, url: request.url.absoluteString,
+            headers: headerKey ?? Self.keyParts(request.headers), insecure: insecure,
             handleCookies: handleCookies, cookiePartition: cookiePartition,
             deadline: TransferPace.nanoseconds(timeout), privateTo: privateTo)
+    }
+
+    /// Headers as the key compares them: `name:value` with the name lowercased, sorted (order is ignored).
+    static func keyParts(_ headers: [(name: String, value: String)]) -> [String] {
+        var parts = headers.map { $0.name.lowercased() + ":" + $0.value }
+        if parts.count > 1 { parts.sort() }
+        return parts
     }
 }
