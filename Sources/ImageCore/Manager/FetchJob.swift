@@ -63,6 +63,8 @@ final class FetchJob: Sendable {
                 }
                 return (claim, madeProduct ? .notStored : .abandoned)
             }
+        }
+
         /// The priority last given to the source operation (FetchJob+Priority.swift).
         var sourcePriority: ImageLoadPriority?
         /// The source operation while it runs.
