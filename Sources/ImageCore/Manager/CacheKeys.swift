@@ -4,7 +4,8 @@ import Foundation
 ///
 /// `base` is the cache-key filter's result, else the URL's absolute string. Then, in this order and each only
 /// when it applies: `-partition(<key>)` (``ImageContextOption/cachePartitionKey``), `-thumbnail(WxH,fit|fill)`,
-/// `-orientation(raw)` (decode options that keep raw EXIF pixels), `-<transformerKey>`. When anything was added
+/// `-orientation(raw)` (decode options that keep raw EXIF pixels), `-color(srgb)` (decodes converted to sRGB),
+/// `-<transformerKey>`. When anything was added
 /// and the URL path has a short alphanumeric extension (1–5 characters), `.<ext>` is appended again so the key
 /// still ends in the image's extension (the disk cache names files after it). The original key is the base
 /// plus the partition part, so a partitioned load's original is partitioned too:
@@ -23,6 +24,9 @@ enum CacheKeys {
 
     /// The part of decodes that keep raw (un-oriented) pixels.
     static let rawOrientationPart = "orientation(raw)"
+
+    /// The part of decodes that convert colour to sRGB (``ImageDecodeOptions/convertToSRGB``).
+    static let sRGBPart = "color(srgb)"
 
     /// The key for `base` with the given parts, in this order (nil and empty parts are skipped).
     ///

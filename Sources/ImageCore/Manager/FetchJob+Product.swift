@@ -9,9 +9,14 @@ extension FetchJob {
     func decode(_ key: DecodeKey, _ source: FetchSource, _ info: FetchSubscriber) {
         switch source.content {
         case .originalImage(let image, _):
-            let decoded = DecodedImage(
-                image: Self.applyDecodeOptions(key.options, to: image), sourceFrameCount: image.frameCount)
-            event { $0.machine.decodeFinished(key, decoded) }
+            do {
+                let applied = try ColorConversion.apply(
+                    to: Self.applyDecodeOptions(key.options, to: image), options: key.options)
+                let decoded = DecodedImage(image: applied, sourceFrameCount: image.frameCount)
+                event { $0.machine.decodeFinished(key, decoded) }
+            } catch {
+                event { $0.machine.decodeFailed(key, error) }
+            }
         case .originalBytes(let data), .productBytes(let data):
             do {
                 guard !data.isEmpty else { throw ImageError(.badImageData, stage: .decode, message: "empty data") }

@@ -124,7 +124,7 @@ final class LoadPlan: Sendable {
         let thumbnailSize = decodeOptions.thumbnailPixelSize.flatMap { $0.width > 0 && $0.height > 0 ? $0 : nil }
         // The common plain load: nothing is appended, both keys are the base.
         if transformerKey == nil, thumbnailSize == nil, decodeOptions.applyOrientation,
-            !context.hasValue(.cachePartitionKey)
+            !decodeOptions.convertToSRGB, !context.hasValue(.cachePartitionKey)
         {
             return Keys(key: base, derivedOriginalKey: nil, hasParts: false)
         }
@@ -132,7 +132,12 @@ final class LoadPlan: Sendable {
         let thumbnail = thumbnailSize.map {
             CacheKeys.thumbnailSuffix($0, preserveAspectRatio: decodeOptions.preserveAspectRatio)
         }
-        let orientation = decodeOptions.applyOrientation ? nil : CacheKeys.rawOrientationPart
+        // Decode parts share one slot of the key: raw orientation, then sRGB conversion.
+        let decodeParts = [
+            decodeOptions.applyOrientation ? nil : CacheKeys.rawOrientationPart,
+            decodeOptions.convertToSRGB ? CacheKeys.sRGBPart : nil,
+        ].compactMap { $0 }
+        let orientation = decodeParts.isEmpty ? nil : decodeParts.joined(separator: "-")
         let original = CacheKeys.key(base: base, url: url, absoluteString: absoluteString, partition: partition)
         let key = CacheKeys.key(
             base: base, url: url, absoluteString: absoluteString, partition: partition, thumbnail: thumbnail,

@@ -37,6 +37,10 @@ public struct ImageDecodeOptions: Hashable, Sendable {
     public var scaleFactor: Double
     /// Limits on a whole animation (frame count, frames × canvas, decoding work); see ``AnimationBudget``.
     public var animationBudget: AnimationBudget
+    /// Convert pixels described by an ICC profile (and CMYK) to sRGB at decode, through the registered
+    /// ``ColorConverter`` (see ``ColorConversion``); the delivered image then carries no profile. Off by default:
+    /// pixels and profile are carried as the file has them. Part of the cache key (`-color(srgb)`).
+    public var convertToSRGB: Bool
 
     /// The most frames an animation may have (``AnimationBudget/maxFrameCount``).
     public var maxFrameCount: Int {
@@ -60,7 +64,7 @@ public struct ImageDecodeOptions: Hashable, Sendable {
         maxPixelCount: Int = ImageDecodeOptions.defaultMaxPixelCount, thumbnailPixelSize: PixelSize? = nil,
         preserveAspectRatio: Bool = true, scaleDownLimitBytes: Int? = nil, firstFrameOnly: Bool = false,
         preloadAllFrames: Bool = false, applyOrientation: Bool = true, scaleFactor: Double = 1,
-        animationBudget: AnimationBudget = .default
+        animationBudget: AnimationBudget = .default, convertToSRGB: Bool = false
     ) {
         self.maxPixelCount = maxPixelCount
         self.thumbnailPixelSize = thumbnailPixelSize
@@ -71,6 +75,7 @@ public struct ImageDecodeOptions: Hashable, Sendable {
         self.applyOrientation = applyOrientation
         self.scaleFactor = scaleFactor
         self.animationBudget = animationBudget
+        self.convertToSRGB = convertToSRGB
     }
 
     /// Throws ``ImageError/Code/imageTooLarge`` when `width × height` (× nothing else) exceeds the budget.
