@@ -6,7 +6,8 @@ import ImageCore
 /// build), inside one libheif context per call.
 ///
 /// Quality maps to x265's CRF through libheif's 0–100 scale; `lossless` asks for lossless HEVC; `effort` picks
-/// the x265 preset (`.fast` ultrafast, `.balanced` fast, `.best` slower). Alpha is written as an auxiliary
+/// the x265 preset (`.fast` ultrafast, `.balanced` fast, `.best` slower); `chromaSubsampling` picks 4:4:4, 4:2:2
+/// or 4:2:0 (the default). Alpha is written as an auxiliary
 /// image; gray is written as RGB; premultiplied colour is straightened. The ICC profile is embedded (`colr` of
 /// type `prof`) when it fits the pixels, the EXIF block is kept, and pixels kept in a stored orientation get the
 /// matching `irot`/`imir`. `maxPixelSize` downsizes first; `maxFileSize` lowers the quality step by step and
@@ -73,8 +74,15 @@ enum HEIFEncoder {
             case .balanced: "fast"
             case .best: "slower"
             }
-        // Only x265 has presets; another HEVC encoder keeps its own default.
+        // Only x265 has presets and a chroma parameter; another HEVC encoder keeps its own defaults.
         _ = heif_encoder_set_parameter_string(encoder, "preset", preset)
+        let chroma =
+            switch options.chromaSubsampling {
+            case .s444: "444"
+            case .s422: "422"
+            default: "420"
+            }
+        _ = heif_encoder_set_parameter_string(encoder, "chroma", chroma)
 
         var rawImage: OpaquePointer?
         try HEIFStatus.check(
