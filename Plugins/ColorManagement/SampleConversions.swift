@@ -50,9 +50,10 @@ enum Premultiplication {
             }
         }
         // The geometry was validated when `samples` was made; the copy is tightly packed.
-        return (try? ColorSamples(
-            width: samples.width, height: samples.height, model: samples.model, bitsPerSample: 16,
-            hasAlpha: true, alphaMode: .straight, bytes: bytes)) ?? samples
+        return
+            (try? ColorSamples(
+                width: samples.width, height: samples.height, model: samples.model, bitsPerSample: 16,
+                hasAlpha: true, alphaMode: .straight, bytes: bytes)) ?? samples
     }
 
     /// 16-bit (or 8-bit) RGB/gray samples reduced to 8-bit `layout` with rounding, colour unchanged.

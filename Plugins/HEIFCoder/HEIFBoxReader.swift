@@ -58,7 +58,9 @@ struct HEIFBoxReader {
     /// Four bytes as a type code; non-printable bytes become `?`, so codes compare safely as strings.
     func fourCC(at offset: Int) -> String {
         String(
-            decoding: (0..<4).map { let b = bytes[offset + $0]; return (32...126).contains(b) ? b : 63 },
+            decoding: (0..<4).map {
+                let b = bytes[offset + $0]; return (32...126).contains(b) ? b : 63
+            },
             as: UTF8.self)
     }
 }

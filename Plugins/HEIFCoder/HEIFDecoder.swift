@@ -216,7 +216,9 @@ enum HEIFDecoder {
         let size = heif_image_handle_get_raw_color_profile_size(handle.pointer)
         guard size > 0, size <= 16 << 20 else { return nil }
         var profile = [UInt8](repeating: 0, count: size)
-        let error = profile.withUnsafeMutableBytes { heif_image_handle_get_raw_color_profile(handle.pointer, $0.baseAddress) }
+        let error = profile.withUnsafeMutableBytes {
+            heif_image_handle_get_raw_color_profile(handle.pointer, $0.baseAddress)
+        }
         return error.code == heif_error_Ok ? profile : nil
     }
 

@@ -107,7 +107,9 @@ enum HEIFEncoder {
         }
         if let icc {
             try HEIFStatus.check(
-                icc.withUnsafeBytes { heif_image_set_raw_color_profile(image.pointer, "prof", $0.baseAddress, $0.count) },
+                icc.withUnsafeBytes {
+                    heif_image_set_raw_color_profile(image.pointer, "prof", $0.baseAddress, $0.count)
+                },
                 stage: .encode, "HEIF: cannot set the ICC profile")
         }
         let encoding = heif_encoding_options_alloc()

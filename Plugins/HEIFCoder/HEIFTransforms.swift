@@ -40,8 +40,9 @@ struct HEIFTransforms {
         guard body.count >= 32 else { throw HEIFContainerError.malformed("'clap' is too short") }
         func u32(_ index: Int) -> Int64 {
             let at = index * 4
-            return Int64(UInt32(body[at]) << 24 | UInt32(body[at + 1]) << 16 | UInt32(body[at + 2]) << 8
-                | UInt32(body[at + 3]))
+            return Int64(
+                UInt32(body[at]) << 24 | UInt32(body[at + 1]) << 16 | UInt32(body[at + 2]) << 8
+                    | UInt32(body[at + 3]))
         }
         func s32(_ index: Int) -> Int64 { Int64(Int32(truncatingIfNeeded: u32(index))) }
         let widthN = u32(0)

@@ -97,7 +97,8 @@ struct HEIFValidator {
                 }
                 for target in targets {
                     guard graph.items[target] != nil else {
-                        throw HEIFContainerError.malformed("item \(from) has a '\(type)' reference to missing item \(target)")
+                        throw HEIFContainerError.malformed(
+                            "item \(from) has a '\(type)' reference to missing item \(target)")
                     }
                     guard target != from else {
                         throw HEIFContainerError.malformed("item \(from) has a '\(type)' reference to itself")
@@ -213,7 +214,8 @@ struct HEIFValidator {
         let tiles = graph.references("dimg", from: item)
         guard tiles.count == rows * columns else {
             throw HEIFContainerError.malformed(
-                "grid \(item) is \(columns)x\(rows) = \(rows * columns) tiles, but \(tiles.count) tile(s) are referenced")
+                "grid \(item) is \(columns)x\(rows) = \(rows * columns) tiles, but \(tiles.count) tile(s) are referenced"
+            )
         }
         var tileSize: PixelSize?
         for tile in tiles {
@@ -284,7 +286,9 @@ struct HEIFValidator {
         switch location.constructionMethod {
         case 0: container = 0..<graph.fileLength
         case 1:
-            guard let idat = graph.idat else { throw HEIFContainerError.malformed("item \(item) is in a missing 'idat'") }
+            guard let idat = graph.idat else {
+                throw HEIFContainerError.malformed("item \(item) is in a missing 'idat'")
+            }
             container = idat
         default:
             throw HEIFContainerError.malformed("item \(item) uses construction method \(location.constructionMethod)")

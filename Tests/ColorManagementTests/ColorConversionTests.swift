@@ -71,7 +71,8 @@ import Testing
         }
         let frame = ImageFrame(pixels: Self.solid(.rgb8, [40, 200, 60]), duration: 0.1)
         let image = Image(
-            frames: [frame], frameCount: 3, metadata: ImageMetadata(iccProfile: try ColorFixtures.bytes("adobe-rgb.icc")),
+            frames: [frame], frameCount: 3,
+            metadata: ImageMetadata(iccProfile: try ColorFixtures.bytes("adobe-rgb.icc")),
             animatedProvider: Provider(frame: frame))
         let converted = try ColorConversion.convert(image, with: LCMSColorConverter.shared)
         #expect(converted.frameCount == 3)

@@ -121,7 +121,8 @@ enum HEIFTenBit {
         _ = heif_encoder_set_parameter_string(encoder, "chroma", "444")
         var image: OpaquePointer?
         try check(
-            heif_image_create(Int32(width), Int32(height), heif_colorspace_RGB, heif_chroma_interleaved_RRGGBB_LE, &image))
+            heif_image_create(
+                Int32(width), Int32(height), heif_colorspace_RGB, heif_chroma_interleaved_RRGGBB_LE, &image))
         defer { heif_image_release(image) }
         try check(heif_image_add_plane(image, heif_channel_interleaved, Int32(width), Int32(height), 10))
         var stride: Int32 = 0
@@ -172,7 +173,9 @@ enum HEIFTenBit {
         return (0..<height).flatMap { y in
             (0..<width).map { x in
                 (0..<3).map {
-                    UInt16(littleEndian: plane.loadUnaligned(fromByteOffset: y * Int(stride) + x * 6 + $0 * 2, as: UInt16.self))
+                    UInt16(
+                        littleEndian: plane.loadUnaligned(
+                            fromByteOffset: y * Int(stride) + x * 6 + $0 * 2, as: UInt16.self))
                 }
             }
         }

@@ -62,7 +62,8 @@ import WebPCoder
     /// may label RGB pixels with it (libpng would refuse the file outright).
     @Test(arguments: [ImageFormat.png, .jpeg, .webp, .avif, .heic])
     func aCMYKProfileIsNeverWrittenOnRGBPixels(_ format: ImageFormat) throws {
-        let cmyk = try coders.decode(ColorFixtures.data("cmyk-adobe.jpg"), options: ColorFixtures.options(convert: false))
+        let cmyk = try coders.decode(
+            ColorFixtures.data("cmyk-adobe.jpg"), options: ColorFixtures.options(convert: false))
         #expect(cmyk.metadata.iccProfile == (try ColorFixtures.bytes("press-cmyk.icc")))
         let encoded = try coders.encode(cmyk, as: format, options: ImageEncodeOptions(quality: 0.9))
         #expect(try coders.decode(encoded, options: ColorFixtures.options(convert: false)).metadata.iccProfile == nil)

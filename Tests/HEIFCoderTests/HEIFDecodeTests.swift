@@ -79,7 +79,9 @@ import Testing
     }
 
     @Test func otherFormatsAreRefused() throws {
-        #expect(throws: ImageError.self) { try HEIFCoder.shared.encode(Image(pixels: Self.halves), as: .avif, options: ImageEncodeOptions()) }
+        #expect(throws: ImageError.self) {
+            try HEIFCoder.shared.encode(Image(pixels: Self.halves), as: .avif, options: ImageEncodeOptions())
+        }
         let avifBrand = Data(HEIFFileBuilder.box("ftyp", Array("avif".utf8) + [0, 0, 0, 0] + Array("mif1avif".utf8)))
         #expect(!HEIFCoder.shared.canDecode(avifBrand))
         #expect {
@@ -120,7 +122,9 @@ enum TenBitFile {
         defer { heif_encoder_release(encoder) }
         _ = heif_encoder_set_lossy_quality(encoder, 95)
         var image: OpaquePointer?
-        try check(heif_image_create(Int32(width), Int32(height), heif_colorspace_RGB, heif_chroma_interleaved_RRGGBB_LE, &image))
+        try check(
+            heif_image_create(
+                Int32(width), Int32(height), heif_colorspace_RGB, heif_chroma_interleaved_RRGGBB_LE, &image))
         defer { heif_image_release(image) }
         try check(heif_image_add_plane(image, heif_channel_interleaved, Int32(width), Int32(height), 10))
         var stride: Int32 = 0

@@ -32,7 +32,9 @@ struct HEIFFileBuilder {
     }
 
     static func be16(_ v: UInt16) -> [UInt8] { [UInt8(v >> 8), UInt8(v & 0xFF)] }
-    static func be32(_ v: UInt32) -> [UInt8] { [UInt8(v >> 24), UInt8(v >> 16 & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)] }
+    static func be32(_ v: UInt32) -> [UInt8] {
+        [UInt8(v >> 24), UInt8(v >> 16 & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)]
+    }
 
     static func ispe(_ width: Int, _ height: Int) -> [UInt8] {
         fullBox("ispe", be32(UInt32(width)) + be32(UInt32(height)))
@@ -78,7 +80,10 @@ struct HEIFFileBuilder {
             : Self.fullBox(
                 "iref",
                 references.flatMap {
-                    Self.box($0.type, Self.be16(UInt16($0.from)) + Self.be16(UInt16($0.to.count)) + $0.to.flatMap { Self.be16(UInt16($0)) })
+                    Self.box(
+                        $0.type,
+                        Self.be16(UInt16($0.from)) + Self.be16(UInt16($0.to.count))
+                            + $0.to.flatMap { Self.be16(UInt16($0)) })
                 })
         let ipco = Self.box("ipco", properties.flatMap { $0 })
         var ipmaBody = Self.be32(UInt32(associations.count))

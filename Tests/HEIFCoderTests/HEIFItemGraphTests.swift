@@ -35,7 +35,8 @@ import Testing
         let h = height ?? rows * tile.height
         builder.items.append(
             HEIFFileBuilder.Item(
-                id: 1, type: "grid", data: HEIFFileBuilder.gridDescriptor(rows: rows, columns: columns, width: w, height: h),
+                id: 1, type: "grid",
+                data: HEIFFileBuilder.gridDescriptor(rows: rows, columns: columns, width: w, height: h),
                 properties: [HEIFFileBuilder.ispe(w, h)]))
         for id in Set(tiles) where id >= 2 { builder.items.append(tile.item(id)) }
         builder.items.sort { $0.id < $1.id }
@@ -112,7 +113,9 @@ import Testing
 
     @Test func anItemDerivedFromItselfIsRejected() {
         var builder = HEIFFileBuilder()
-        builder.items = [HEIFFileBuilder.Item(id: 1, type: "iden", data: nil, properties: [HEIFFileBuilder.ispe(64, 64)])]
+        builder.items = [
+            HEIFFileBuilder.Item(id: 1, type: "iden", data: nil, properties: [HEIFFileBuilder.ispe(64, 64)])
+        ]
         builder.references = [("dimg", 1, [1])]
         expectRejected(builder.build(), "reference to itself")
     }
@@ -151,7 +154,9 @@ import Testing
 
     @Test func anUndecodablePrimaryTypeIsRejected() {
         var builder = HEIFFileBuilder()
-        builder.items = [HEIFFileBuilder.Item(id: 1, type: "jpeg", data: [0xFF, 0xD8], properties: [HEIFFileBuilder.ispe(8, 8)])]
+        builder.items = [
+            HEIFFileBuilder.Item(id: 1, type: "jpeg", data: [0xFF, 0xD8], properties: [HEIFFileBuilder.ispe(8, 8)])
+        ]
         expectRejected(builder.build(), "'jpeg'")
     }
 
@@ -196,7 +201,9 @@ import Testing
         let data = builder.build()
         #expect(HEIFCoder.shared.probe(data)?.width == 100_000)
         expectRejected(data, "over the budget", code: .imageTooLarge)
-        #expect(throws: ImageError.self) { try CodersManager.decode(data, with: HEIFCoder.shared, options: ImageDecodeOptions()) }
+        #expect(throws: ImageError.self) {
+            try CodersManager.decode(data, with: HEIFCoder.shared, options: ImageDecodeOptions())
+        }
     }
 
     @Test func theBudgetCountsEveryTileNotOnlyTheOutput() {

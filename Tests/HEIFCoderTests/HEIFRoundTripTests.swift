@@ -27,7 +27,9 @@ import Testing
     }
 
     @Test func libheifReportsItsEncodersAndHasHEVC() {
-        print("libheif \(HEIFCoder.libraryVersion) encoders: \(HEIFCoder.encoders.map { "\($0.id) (\($0.compression))" })")
+        print(
+            "libheif \(HEIFCoder.libraryVersion) encoders: \(HEIFCoder.encoders.map { "\($0.id) (\($0.compression))" })"
+        )
         #expect(HEIFCoder.encoders.contains { $0.compression == "HEVC" })
         #expect(HEIFCoder.canEncodeHEIC == HEIFCoder.shared.canEncode(to: .heic))
         #expect(!HEIFCoder.shared.canEncode(to: .avif), "AVIF stays with AVIFCoder")
