@@ -154,7 +154,7 @@ let package = Package(
         .testTarget(
             name: "ColorManagementTests",
             dependencies: [
-                "ColorManagement", "CLCMS2", "JPEGCoder", "PNGCoder", "WebPCoder", "AVIFCoder", "HEIFCoder",
+                "ColorManagement", "CHEIF", "JPEGCoder", "PNGCoder", "WebPCoder", "AVIFCoder", "HEIFCoder",
                 "ImageTestSupport",
             ],
             exclude: ["Fixtures"]),

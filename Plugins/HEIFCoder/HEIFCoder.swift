@@ -62,6 +62,7 @@ public final class HEIFCoder: ImageCoder, Sendable {
     /// The encoders of the linked libheif (`heif_get_encoder_descriptors`); Debian 12's has x265 (HEVC) and
     /// aom (AV1).
     public static let encoders: [Encoder] = {
+        _ = HEIFLibrary.initialized
         var descriptors = [OpaquePointer?](repeating: nil, count: 16)
         let count = Int(heif_get_encoder_descriptors(heif_compression_undefined, nil, &descriptors, 16))
         return descriptors.prefix(max(0, count)).compactMap { descriptor -> Encoder? in

@@ -42,11 +42,18 @@ enum HEIFStatus {
     }
 }
 
+/// libheif's one-time initialisation (its plugin registry), done once per process before any other call;
+/// never undone, since contexts may be alive on other threads until the process ends.
+enum HEIFLibrary {
+    static let initialized: Bool = heif_init(nil).code == heif_error_Ok
+}
+
 /// Owns one `heif_context`.
 final class HEIFContext {
     let pointer: OpaquePointer
 
     init(stage: ImageError.Stage) throws(ImageError) {
+        _ = HEIFLibrary.initialized
         guard let pointer = heif_context_alloc() else { throw HEIFStatus.missing("heif_context_alloc", stage: stage) }
         self.pointer = pointer
     }
