@@ -99,5 +99,9 @@ import Testing
         #expect(ICCProfileHeader([0, 1, 2]) == nil)
         let metadata = ImageMetadata(iccProfile: try ColorFixtures.bytes("press-cmyk.icc"))
         #expect(metadata.iccProfile(for: .rgb8) == nil)
+        #expect(ImageMetadata(iccProfile: [1, 2, 3]).iccProfile(for: .rgb8) == [1, 2, 3], "unreadable: verbatim")
+        let p3 = try ColorFixtures.bytes("display-p3.icc")
+        #expect(ImageMetadata(iccProfile: p3).iccProfile(for: .rgba8) == p3)
+        #expect(ImageMetadata(iccProfile: p3).iccProfile(for: .gray8) == nil)
     }
 }

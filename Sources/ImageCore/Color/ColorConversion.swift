@@ -131,12 +131,12 @@ extension ColorModel {
 }
 
 extension ImageMetadata {
-    /// The ICC profile an encoder should embed for pixels of `layout`: ``iccProfile`` when its colour space fits
-    /// them, else nil (a CMYK profile describes no RGB pixels; an encoder writing it would mislabel them, and
-    /// libpng refuses it).
+    /// The ICC profile an encoder should embed for pixels of `layout`: ``iccProfile``, unless its header names a
+    /// colour space that cannot describe them (a CMYK profile describes no RGB pixels: an encoder writing it
+    /// would mislabel them, and libpng refuses it). Bytes without a readable header are carried verbatim.
     public func iccProfile(for layout: PixelLayout) -> [UInt8]? {
-        guard let iccProfile, !iccProfile.isEmpty, ICCProfileHeader(iccProfile)?.colorModel?.fits(layout) == true
-        else { return nil }
-        return iccProfile
+        guard let iccProfile, !iccProfile.isEmpty else { return nil }
+        guard let header = ICCProfileHeader(iccProfile) else { return iccProfile }
+        return header.colorModel?.fits(layout) == true ? iccProfile : nil
     }
 }
