@@ -7,7 +7,8 @@ Outputs (all committed, all made here, no third-party content):
                                  primaries (Display P3: DCI-P3 primaries, D65, sRGB curve; Adobe RGB (1998):
                                  its primaries, D65, gamma 563/256), colorants Bradford-adapted to D50
   press-cmyk.icc                 an ICC v2 output profile (CMYK -> Lab lut16, 9^4 grid) of a simple ink model
-  srgb.icc                       lcms2's own sRGB profile, as Pillow writes it (the identity case)
+  srgb.icc                       lcms2's own sRGB profile, as Pillow writes it (the identity case; its header
+                                 carries the time it was made, the one byte-for-byte difference between runs)
   p3.png, adobergb.jpg           64x48 synthesized pixels tagged with those profiles
   cmyk-adobe.jpg                 CMYK JPEG as Pillow writes it (Adobe APP14, inverted samples), tagged
   cmyk-plain.jpg                 the same inks stored plain (0 = no ink) and without APP14, tagged. Pillow reads
