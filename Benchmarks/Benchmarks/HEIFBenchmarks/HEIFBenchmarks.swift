@@ -144,10 +144,11 @@ let benchmarks: @Sendable () -> Void = {
         _ = try LCMSColorConverter.shared.convertToSRGB(HEIFInputs.image2MP.pixels, iccProfile: HEIFInputs.displayP3)
     }
 
-    let transform = Mutex<UnsafeMutableRawPointer?>(nil)
+    // The transform's address (a raw pointer is not Sendable); made once in setup, kept for the process.
+    let transform = Mutex<Int>(0)
     Benchmark("Color_2MP_P3toSRGB_C", configuration: colorConfig) { benchmark in
         let pixels = Inputs.photo2MP
-        let handle = transform.withLock { $0 }!
+        let handle = UnsafeMutableRawPointer(bitPattern: transform.withLock { $0 })!
         benchmark.startMeasurement()
         let cpu = CPUClock.start()
         let out = [UInt8](unsafeUninitializedCapacity: pixels.bytes.count) { buffer, count in
@@ -161,6 +162,6 @@ let benchmarks: @Sendable () -> Void = {
     } setup: {
         let made = HEIFInputs.displayP3.withUnsafeBufferPointer { cb_lcms_transform_rgb8($0.baseAddress, $0.count) }
         guard let made else { throw SetupFailure(description: "lcms2 refused the profile") }
-        transform.withLock { $0 = made }
+        transform.withLock { $0 = Int(bitPattern: made) }
     }
 }
