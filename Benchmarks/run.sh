@@ -51,7 +51,7 @@ command -v wrk >/dev/null || need+=(wrk)
 [[ -x /usr/sbin/nginx ]] || command -v nginx >/dev/null || need+=(nginx-light)
 $PY -c 'import httpx' 2>/dev/null || need+=(python3-httpx)
 command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null || need+=(redis-server redis-tools)
-for pkg in libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev libavif-dev; do
+for pkg in libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev libavif-dev libheif-dev liblcms2-dev; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if ((${#need[@]})); then
@@ -72,7 +72,7 @@ log "2/7 build (release)"
 # Target by target, so one SDK plugin that does not compile costs only its own rows (reported as n/a).
 SKIP=()
 "$SWIFT" build -c release --product ExportInputs >&2
-for target in CoreBenchmarks CoderBenchmarks CacheBenchmarks TransformBenchmarks HTTPBenchmarks AVIFBenchmarks RedisBenchmarks; do
+for target in CoreBenchmarks CoderBenchmarks CacheBenchmarks TransformBenchmarks HTTPBenchmarks AVIFBenchmarks HEIFBenchmarks RedisBenchmarks; do
     if ! "$SWIFT" build -c release --product "$target" >"$WORK/build-$target.log" 2>&1; then
         echo "NOT MEASURED: $target does not build; its errors:" >&2
         grep -E "error:" "$WORK/build-$target.log" | sort -u | head -10 >&2
@@ -467,6 +467,15 @@ for label, speed in [("fast", 10), ("balanced", 6)]:
              S(f"AVIF_2MP_encode_{label}_C"), "≤ 1.05×")
     time_row("12", f"AVIF 2 MP encode, speed {speed}: SDK vs Pillow", S(f"AVIF_2MP_encode_{label}_SDK"),
              E(f"pillow_avif_2MP_encode_{label}"))
+# Issue 24 — HEIC (libheif 1.15: libde265 decodes, x265 encodes; tiles on the calling thread) and sRGB conversion
+time_row("24", "HEIC 2 MP decode (libheif-encoded, one item): SDK (probe + decode) vs raw libheif",
+         S("HEIC_2MP_decode_SDK"), S("HEIC_2MP_decode_C"), "≤ 1.05×")
+time_row("24", "HEIC 12 MP iPhone grid decode (corpus-heic IMG_2927, 48 tiles): SDK vs raw libheif",
+         S("HEIC_12MP_grid_decode_SDK"), S("HEIC_12MP_grid_decode_C"), "≤ 1.05×")
+time_row("24", "HEIC 2 MP encode (quality 0.85, preset fast, 4:2:0): SDK vs raw libheif",
+         S("HEIC_2MP_encode_SDK"), S("HEIC_2MP_encode_C"), "≤ 1.05×")
+time_row("24", "Display P3 → sRGB, 2 MP RGB: `LCMSColorConverter` vs raw lcms2 `cmsDoTransform` (transform made once)",
+         S("Color_2MP_P3toSRGB_SDK"), S("Color_2MP_P3toSRGB_C"))
 # Issue 11 — Redis: a hit vs redis-benchmark GET of the same value size (smaller stored value = "small")
 gets = sorted((int(k), v) for k, v in ext.get("redis_get", {}).items())
 for (label, (size, get)) in zip(["small", "2MP"], gets):
