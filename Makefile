@@ -2,7 +2,7 @@
 SWIFT ?= swift
 CORPUS ?= $(abspath ../shared/corpus)
 
-.PHONY: demo test deps test-deps lint format bench fuzz soak docs
+.PHONY: demo test deps test-deps lint format bench bench-proxy fuzz soak docs replay
 
 deps:
 	@scripts/install-deps.sh
@@ -18,6 +18,14 @@ demo: deps
 test: test-deps
 	IMAGE_CORPUS="$${IMAGE_CORPUS:-$(CORPUS)}" scripts/test.sh
 
+## Replays one program of the main-line model test (Tests/WebImageTests/MainLineModelTests.swift) from the seed a
+## failure printed: make replay SEED=<seed>
+replay: test-deps
+	@test -n "$(SEED)" || { echo "make replay SEED=<seed>: the seed a MainLineModelTests failure printed"; exit 2; }
+	WEBIMAGE_TARGETS=WebImageTests $(SWIFT) build --build-tests --scratch-path .build-replay
+	MODEL_SEED=$(SEED) WEBIMAGE_TARGETS=WebImageTests $(SWIFT) test --skip-build --scratch-path .build-replay \
+		--filter MainLineModelTests
+
 lint:
 	$(SWIFT) format lint --strict --recursive --configuration .swift-format Package.swift Sources Plugins Tests Examples Benchmarks/Benchmarks
 
@@ -27,6 +35,11 @@ format:
 ## Benchmarks (release build, separate package); see CONTRIBUTING.md.
 bench: deps
 	cd Benchmarks && $(SWIFT) package --allow-writing-to-package-directory benchmark
+
+## The image-proxy benchmark of issue 22 (not in CI): the ThumbnailServer (release) against thumbor 7.8 from PyPI,
+## nginx as origin, wrk as client; writes Benchmarks/proxy/RESULTS.md and results.png. See Benchmarks/proxy/README.md.
+bench-proxy: deps
+	IMAGE_CORPUS="$${IMAGE_CORPUS:-$(CORPUS)}" Benchmarks/proxy/bench.sh
 
 ## libFuzzer targets (Fuzz/ package), FUZZ_SECONDS each (default 60), FUZZ_TARGETS to pick; see CONTRIBUTING.md.
 fuzz: deps
@@ -41,7 +54,7 @@ soak: deps
 ## API documentation (swift-docc-plugin): one DocC archive per product plus a combined one, in
 ## .build/plugins/Swift-DocC/outputs (combined: WebImage.doccarchive; per product: intermediates/). Combined mode
 ## lets a catalog link to another product's symbols with a leading slash (``/ImageCore/ImageError``).
-DOC_TARGETS = ImageCore PNGCoder JPEGCoder WebPCoder GIFCoder AVIFCoder MemoryCache DiskCache HTTPLoader RedisCache ImageTransformers WebImage
+DOC_TARGETS = ImageCore PNGCoder JPEGCoder WebPCoder GIFCoder AVIFCoder HEIFCoder ColorManagement MemoryCache DiskCache HTTPLoader RedisCache ImageTransformers WebImage
 ## Fails when DocC warns about a catalog page (a broken link, an unknown topic).
 docs: deps
 	@mkdir -p .build

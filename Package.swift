@@ -14,6 +14,8 @@ let package = Package(
         .library(name: "WebPCoder", targets: ["WebPCoder"]),
         .library(name: "GIFCoder", targets: ["GIFCoder"]),
         .library(name: "AVIFCoder", targets: ["AVIFCoder"]),
+        .library(name: "HEIFCoder", targets: ["HEIFCoder"]),
+        .library(name: "ColorManagement", targets: ["ColorManagement"]),
         .library(name: "MemoryCache", targets: ["MemoryCache"]),
         .library(name: "DiskCache", targets: ["DiskCache"]),
         .library(name: "HTTPLoader", targets: ["HTTPLoader"]),
@@ -31,7 +33,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),  // `make docs` only
-        .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),  // tests only
+        // Property tests (issue 21): random inputs through Swift Testing, the seed of a failure printed.
+        .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
     ],
     targets: [
         // MARK: Core (Foundation and the standard library only)
@@ -55,6 +58,15 @@ let package = Package(
         .systemLibrary(
             name: "CAVIF", path: "Plugins/CAVIF",
             providers: [.apt(["libavif-dev"])]),
+        .systemLibrary(
+            name: "CHEIF", path: "Plugins/CHEIF", pkgConfig: "libheif",
+            providers: [.apt(["libheif-dev"])]),
+        .systemLibrary(
+            name: "CLCMS2", path: "Plugins/CLCMS2", pkgConfig: "lcms2",
+            providers: [.apt(["liblcms2-dev"])]),
+
+        // Extended attributes (fgetxattr & co., in libc but not in Swift's Glibc module), for DiskCache.
+        .systemLibrary(name: "CXattr", path: "Plugins/CXattr"),
 
         // MARK: Coder plugins
         .target(name: "PNGCoder", dependencies: ["ImageCore", "CPNG", "CPNGShim"], path: "Plugins/PNGCoder"),
@@ -62,13 +74,17 @@ let package = Package(
         .target(name: "WebPCoder", dependencies: ["ImageCore", "CWebP"], path: "Plugins/WebPCoder"),
         .target(name: "GIFCoder", dependencies: ["ImageCore", "CGIF"], path: "Plugins/GIFCoder"),
         .target(name: "AVIFCoder", dependencies: ["ImageCore", "CAVIF"], path: "Plugins/AVIFCoder"),
+        .target(name: "HEIFCoder", dependencies: ["ImageCore", "CHEIF"], path: "Plugins/HEIFCoder"),
+
+        // MARK: Colour management (ICC to sRGB on lcms2; ImageCore holds only the ColorConverter hook)
+        .target(name: "ColorManagement", dependencies: ["ImageCore", "CLCMS2"], path: "Plugins/ColorManagement"),
 
         // MARK: Cache plugins
         .target(name: "MemoryCache", dependencies: ["ImageCore"], path: "Plugins/MemoryCache"),
         .target(
             name: "DiskCache",
             dependencies: [
-                "ImageCore", .product(name: "Crypto", package: "swift-crypto"),
+                "ImageCore", "CXattr",
                 .product(name: "Logging", package: "swift-log"), .product(name: "Metrics", package: "swift-metrics"),
             ],
             path: "Plugins/DiskCache"),
@@ -108,7 +124,7 @@ let package = Package(
             name: "WebImage",
             dependencies: [
                 "ImageCore", "PNGCoder", "JPEGCoder", "WebPCoder", "GIFCoder", "MemoryCache", "DiskCache",
-                "HTTPLoader", "ImageTransformers", "AVIFCoder",
+                "HTTPLoader", "ImageTransformers", "AVIFCoder", "HEIFCoder", "ColorManagement",
             ],
             path: "Sources/WebImage"),
         .executableTarget(
@@ -143,15 +159,26 @@ let package = Package(
         .testTarget(name: "WebPCoderTests", dependencies: ["WebPCoder", "ImageTestSupport"]),
         .testTarget(name: "GIFCoderTests", dependencies: ["GIFCoder", "ImageTestSupport"]),
         .testTarget(name: "AVIFCoderTests", dependencies: ["AVIFCoder", "CAVIF", "ImageTestSupport"]),
+        .testTarget(name: "HEIFCoderTests", dependencies: ["HEIFCoder", "CHEIF", "ImageTestSupport"]),
+        .testTarget(
+            name: "ColorManagementTests",
+            dependencies: [
+                "ColorManagement", "CHEIF", "JPEGCoder", "PNGCoder", "WebPCoder", "AVIFCoder", "HEIFCoder",
+                "ImageTestSupport",
+            ],
+            exclude: ["Fixtures"]),
         .testTarget(
             name: "CoderConformanceTests",
-            dependencies: ["PNGCoder", "JPEGCoder", "WebPCoder", "GIFCoder", "AVIFCoder", "ImageTestSupport"]),
+            dependencies: [
+                "PNGCoder", "JPEGCoder", "WebPCoder", "GIFCoder", "AVIFCoder", "HEIFCoder", "ImageTestSupport",
+            ]),
         .testTarget(name: "MemoryCacheTests", dependencies: ["MemoryCache", "ImageTestSupport"]),
         .testTarget(
             name: "DiskCacheTests",
             dependencies: [
                 "DiskCache", "MemoryCache", "ImageTestSupport",
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "PropertyBased", package: "swift-property-based"),
             ]),
         .testTarget(
             name: "HTTPLoaderTests",
@@ -187,7 +214,7 @@ var keptTargets: Set<String>? = nil
 if Context.environment["WEBIMAGE_CODERS_ONLY"] == "1" {
     keptTargets = [
         "PNGCoderTests", "JPEGCoderTests", "WebPCoderTests", "GIFCoderTests", "AVIFCoderTests",
-        "CoderConformanceTests", "ImageTransformers",
+        "HEIFCoderTests", "ColorManagementTests", "CoderConformanceTests", "ImageTransformers",
     ]
 }
 if let list = Context.environment["WEBIMAGE_TARGETS"], !list.isEmpty {

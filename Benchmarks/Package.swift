@@ -46,6 +46,11 @@ let package = Package(
         ),
         // Raw libavif calls, the AVIF baseline (its own target so only the AVIF suite links libavif).
         .target(name: "CAVIFBaseline", path: "Sources/CAVIFBaseline", linkerSettings: [.linkedLibrary("avif")]),
+        // Raw libheif and lcms2 calls, the HEIC and colour baselines (only the HEIF suite links them).
+        .target(
+            name: "CHEIFBaseline", path: "Sources/CHEIFBaseline",
+            cSettings: [.unsafeFlags(["-I/usr/include/x86_64-linux-gnu", "-I/usr/include/aarch64-linux-gnu"])],
+            linkerSettings: [.linkedLibrary("heif"), .linkedLibrary("lcms2")]),
         // Writes the benchmark inputs to a directory for vips / Pillow / nginx (run.sh calls it).
         .executableTarget(
             name: "ExportInputs",
@@ -100,6 +105,13 @@ let package = Package(
             name: "AVIFBenchmarks",
             dependencies: [benchmark, "BenchSupport", "BenchMetrics", "CAVIFBaseline"] + sdk("ImageCore", "AVIFCoder"),
             path: "Benchmarks/AVIFBenchmarks",
+            plugins: benchmarkPlugin
+        ),
+        .executableTarget(
+            name: "HEIFBenchmarks",
+            dependencies: [benchmark, "BenchSupport", "BenchMetrics", "CHEIFBaseline"]
+                + sdk("ImageCore", "HEIFCoder", "ColorManagement"),
+            path: "Benchmarks/HEIFBenchmarks",
             plugins: benchmarkPlugin
         ),
         .executableTarget(

@@ -16,6 +16,7 @@ seconds=${FUZZ_SECONDS:-60}
 jobs=${FUZZ_JOBS:-1}
 corpus=${IMAGE_CORPUS:-$(cd .. && pwd)/shared/corpus}
 corpus_avif=${IMAGE_CORPUS_AVIF:-$(dirname "$corpus")/corpus-avif}
+corpus_heic=${IMAGE_CORPUS_HEIC:-$(dirname "$corpus")/corpus-heic}
 work=${FUZZ_WORK:-$PWD/.build-fuzz}
 configuration=${FUZZ_CONFIGURATION:-release}
 
@@ -28,13 +29,14 @@ declare -A seeds=(
     [progressive]="png jpg jpeg webp gif"
     [roundtrip]=""
     [avif-decode]="avif"
+    [heif-decode]="heic heif"
     [cache-control]=""
     [http-headers]=""
     [disk-entry]=""
     [resp-decode]=""
     [thumbnail-query]=""
 )
-order=(png-decode jpeg-decode webp-decode gif-decode avif-decode progressive roundtrip cache-control
+order=(png-decode jpeg-decode webp-decode gif-decode avif-decode heif-decode progressive roundtrip cache-control
     thumbnail-query http-headers disk-entry resp-decode)
 # The last three pull NIO, BoringSSL and AsyncHTTPClient into an instrumented build (the longest part of it).
 
@@ -77,7 +79,7 @@ run_one() {
     if [ -d "Fuzz/Seeds/$target" ]; then cp -n Fuzz/Seeds/"$target"/* "$seeddir/"; fi
     if [ -d "$corpus" ]; then
         for ext in ${seeds[$target]}; do
-            for root in "$corpus" "$corpus_avif"; do
+            for root in "$corpus" "$corpus_avif" "$corpus_heic"; do
                 [ -d "$root" ] || continue
                 find "$root" -type f -iname "*.$ext" -size -2M -exec cp -n {} "$seeddir/" \;
             done

@@ -21,5 +21,10 @@ expect 'manager 1: ppm 48x32 from network'
 expect 'manager 2: ppm 48x32 from disk cache'
 expect 'server requests for sunset.ppm: 1'
 expect 'bomb.ppm: refused with imageTooLarge at the decode stage'
+expect 'key ends decode(coder(ppm.gamma=2.2)) .ppm'
+expect 'server requests for sunset.ppm after the gamma load: 1'
+grep -qE 'gamma 2.2: green at \(0,0\) ([0-9]+) vs ([0-9]+)' <<<"$output" || fail "no gamma line"
+read -r brighter darker < <(sed -nE 's/.*gamma 2.2: green at \(0,0\) ([0-9]+) vs ([0-9]+).*/\1 \2/p' <<<"$output")
+[ "$brighter" -gt "$darker" ] || fail "gamma 2.2 did not brighten: $brighter vs $darker"
 expect 'png: 16x16, AuditingPNGCoder decodes: 1'
 echo "CustomCoder ci: ok"

@@ -30,14 +30,14 @@ compiled=$(
 compiled=$(sort -u <<<"$compiled")
 echo "compiled targets: $(tr '\n' ' ' <<<"$compiled")"
 grep -qx ImageCore <<<"$compiled" || fail "found no compiled ImageCore: the check looks in the wrong place"
-if forbidden=$(grep -E 'AsyncHTTPClient|NIO|HTTPLoader|Crypto|JPEG|WebP|GIF|DiskCache' <<<"$compiled"); then
+if forbidden=$(grep -E 'AsyncHTTPClient|NIO|HTTPLoader|Crypto|JPEG|WebP|GIF|DiskCache|HEIF|LCMS|ColorManagement' <<<"$compiled"); then
     fail "compiled targets it does not need: $(tr '\n' ' ' <<<"$forbidden")"
 fi
 
 libraries=$(ldd "$bin/Minimal")
 grep -q 'libpng' <<<"$libraries" || fail "the binary does not link libpng"
-if grep -Ei 'libjpeg|libturbojpeg|libwebp' <<<"$libraries"; then
-    fail "the binary links libjpeg or libwebp"
+if grep -Ei 'libjpeg|libturbojpeg|libwebp|libheif|liblcms2' <<<"$libraries"; then
+    fail "the binary links libjpeg, libwebp, libheif or lcms2"
 fi
-echo "image libraries linked: $(awk '/lib(png|jpeg|turbojpeg|webp|gif)/ {print $1}' <<<"$libraries" | tr '\n' ' ')"
+echo "image libraries linked: $(awk '/lib(png|jpeg|turbojpeg|webp|gif|heif|lcms2)/ {print $1}' <<<"$libraries" | tr '\n' ' ')"
 echo "Minimal ci: ok"

@@ -171,7 +171,7 @@ enum AVIFEncoder {
         let identity = settings.lossless && format == AVIF_PIXEL_FORMAT_YUV444
         image.pointee.matrixCoefficients = UInt16(
             identity ? AVIF_MATRIX_COEFFICIENTS_IDENTITY : AVIF_MATRIX_COEFFICIENTS_BT601)
-        if let icc = metadata.iccProfile, !icc.isEmpty {
+        if let icc = metadata.iccProfile(for: gray ? .gray8 : .rgb8) {
             icc.withUnsafeBufferPointer { avifImageSetProfileICC(image, $0.baseAddress, $0.count) }
         }
         if metadata.orientation != .up {

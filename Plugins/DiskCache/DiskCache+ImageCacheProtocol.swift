@@ -40,6 +40,10 @@ extension DiskCache {
 
     /// Stores `data` with `metadata` when `cacheType` has `.disk` and `data` is not nil; `image` is ignored.
     ///
+    /// `metadata.extendedData` is stored with the entry and comes back with its hits; more than
+    /// ``maxExtendedDataSize`` bytes of it fail the store at once with `cacheFailure` caused by
+    /// ``DiskCacheExtendedDataTooLarge``.
+    ///
     /// Visible to queries at once; written on the write pool after any earlier work on the same key (stores of
     /// one key land in call order), after which the completion runs there (await it for
     /// ``ImageCore/ImageOptions/waitStoreCache``; completions of one key's stores may run in any order). A failure leaves the
@@ -52,6 +56,12 @@ extension DiskCache {
     ) {
         guard cacheType.contains(.disk), let data else {
             completion?(.success(()))
+            return
+        }
+        do {
+            try DiskExtendedData.check(metadata?.extendedData, stage: .cacheStore)
+        } catch {
+            completion?(.failure(error))
             return
         }
         let name = DiskFileNaming.entryName(forKey: key)
@@ -73,7 +83,7 @@ extension DiskCache {
             metrics.recordAccepted()
             if let job { launch([job]) }
         case .dropped(let error):
-            metrics.recordDrop(error, logger: configuration.logger)
+            metrics.recordDrop(error, logger: initialConfiguration.logger)
             completion?(
                 .failure(
                     ImageError(.cacheFailure, stage: .cacheStore, message: error.description, underlying: error)))
@@ -103,9 +113,11 @@ extension DiskCache {
                         droppedBytes: entry.data.count))
             case .start(let job):
                 state.pending[name] = DiskCacheState.Pending(generation: generation, entry: entry)
+                publishActivity(state)
                 return .accepted(job)
             case .queued:
                 state.pending[name] = DiskCacheState.Pending(generation: generation, entry: entry)
+                publishActivity(state)
                 return .accepted(nil)
             }
         }
@@ -122,6 +134,7 @@ extension DiskCache {
         let submission = state.withLock { state in
             let generation = state.nextGeneration()
             state.pending[name] = DiskCacheState.Pending(generation: generation, entry: nil)
+            publishActivity(state)
             let work = DiskJobWork {
                 self.performRemove(name: name)
                 self.clearPending(name, generation: generation)
@@ -152,6 +165,7 @@ extension DiskCache {
             for name in state.pending.keys {
                 state.pending[name] = DiskCacheState.Pending(generation: state.generation &+ 1, entry: nil)
             }
+            publishActivity(state)
             return state.nextGeneration()
         }
         submitBarrier(
@@ -160,6 +174,7 @@ extension DiskCache {
                 self.state.withLock { state in
                     state.clearsInFlight -= 1
                     state.pending = state.pending.filter { $0.value.generation > generation }
+                    self.publishActivity(state)
                 }
             }, then: completion)
     }

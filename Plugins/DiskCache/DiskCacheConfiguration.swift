@@ -8,9 +8,11 @@ public struct DiskCacheConfiguration: Sendable {
     /// it with a `.webimage-cache` file and its sweeps then also remove files that are not cache entries; in an
     /// unmarked directory they only manage entry files.
     public var directory: URL
-    /// Entries not accessed for this long are removed; nil keeps them forever. Default 7 days.
+    /// Entries not accessed for this long are removed; nil keeps them forever. Default 7 days. Change it while the
+    /// cache runs with ``DiskCache/maxDiskAge``.
     public var maxDiskAge: TimeInterval?
-    /// Bytes the entry files (header plus body) may occupy; 0 means no size limit. Default 1 GiB.
+    /// Bytes the entry files (header plus body) may occupy; 0 means no size limit. Default 1 GiB. Change it while
+    /// the cache runs with ``DiskCache/maxDiskSize``.
     public var maxDiskSize: Int
     /// A sweep over the size limit trims down to `maxDiskSize * lowWaterFraction` (default 0.8), so the next
     /// sweep is not needed for the next write.
@@ -18,8 +20,13 @@ public struct DiskCacheConfiguration: Sendable {
     /// How often a sweep runs while the cache exists; nil turns the timer off. Default 60 s.
     public var sweepInterval: TimeInterval?
     /// A sweep also runs after this many bytes were written since the last one (it re-reads the directory, so
-    /// writes of other processes are counted). Default a tenth of `maxDiskSize` (64 MiB with no size limit).
-    public var sweepAfterBytesWritten: Int
+    /// writes of other processes are counted). Default a tenth of `maxDiskSize` (64 MiB with no size limit), which
+    /// follows ``DiskCache/maxDiskSize`` when that changes at run time.
+    public var sweepAfterBytesWritten: Int {
+        didSet { sweepAfterBytesWrittenIsDerived = false }
+    }
+    /// True while ``sweepAfterBytesWritten`` is the default derived from the size limit.
+    var sweepAfterBytesWrittenIsDerived = false
     /// A hit refreshes the entry's access time only when it is older than this, so hot entries cost no write.
     /// Default 60 s.
     public var accessTimeGranularity: TimeInterval
@@ -46,9 +53,10 @@ public struct DiskCacheConfiguration: Sendable {
     public var maxWriteBacklogBytes: Int
     /// Check every hit's body against the checksum (XXH64) written in its header. Off by default: it costs
     /// about a third of a raw read of the file. The cache's own writers (in any process) publish whole files
-    /// by rename, and a truncation or a change during a read is detected without it (a miss, never wrong
-    /// bytes); what only the checksum catches is a body damaged at rest or overwritten in place, without
-    /// truncation, by another program while it is read — turn it on when something else writes the directory.
+    /// by rename and never change a published file, and a file that shrinks or grows during a read is detected
+    /// without it (a miss, never wrong bytes); what only the checksum catches is a body damaged at rest or
+    /// overwritten in place, without truncation, by another program while it is read — turn it on when
+    /// something else writes the directory.
     /// A mismatch is a miss and the file is removed.
     public var verifiesChecksums = false
     /// Where the cache logs: a warning when stores are dropped, debug for entries found corrupt, too large or
@@ -82,6 +90,7 @@ public struct DiskCacheConfiguration: Sendable {
         self.lowWaterFraction = min(1, max(0, lowWaterFraction))
         self.sweepInterval = sweepInterval
         self.sweepAfterBytesWritten = max(1, sweepAfterBytesWritten ?? (maxDiskSize > 0 ? maxDiskSize / 10 : 64 << 20))
+        sweepAfterBytesWrittenIsDerived = sweepAfterBytesWritten == nil
         self.accessTimeGranularity = max(0, accessTimeGranularity)
         self.fsyncOnWrite = fsyncOnWrite
         self.readConcurrency = max(1, readConcurrency)
@@ -107,9 +116,4 @@ public struct DiskCacheConfiguration: Sendable {
         return base.appendingPathComponent(namespace, isDirectory: true)
     }
 
-    /// The size a sweep over the limit trims down to.
-    var lowWaterMark: Int { Int(Double(maxDiskSize) * lowWaterFraction) }
-
-    /// The body size limit in effect: ``maxEntrySize``, and never more than ``maxDiskSize`` when that is set.
-    var effectiveMaxEntrySize: Int { maxDiskSize > 0 ? min(maxEntrySize, maxDiskSize) : maxEntrySize }
 }

@@ -67,8 +67,17 @@ extension DiskCache {
     /// Forgets the pending record of `name` if no later operation replaced it.
     func clearPending(_ name: DiskEntryName, generation: UInt64) {
         state.withLock { state in
-            if state.pending[name]?.generation == generation { state.pending[name] = nil }
+            if state.pending[name]?.generation == generation {
+                state.pending[name] = nil
+                publishActivity(state)
+            }
         }
+    }
+
+    /// Publishes how much is queued (call with the state lock held, after changing `pending` or `clearsInFlight`),
+    /// so queries skip the lock when nothing is.
+    func publishActivity(_ state: borrowing DiskCacheState) {
+        pendingActivity.store(state.pending.count + state.clearsInFlight, ordering: .releasing)
     }
 
     /// The metadata written for a store: the caller's, with the key and store time filled in.
@@ -135,8 +144,8 @@ extension DiskCache {
         name: DiskEntryName, key: String, data: Data, metadata: CacheEntryMetadata?
     ) -> Result<Void, ImageError> {
         let now = now()
-        let limit = configuration.maxDiskSize
-        let maxEntry = configuration.effectiveMaxEntrySize
+        let limit = limits.maxDiskSize
+        let maxEntry = limits.effectiveMaxEntrySize
         if data.count > maxEntry {
             return .failure(
                 ImageError(
@@ -150,7 +159,7 @@ extension DiskCache {
         } catch {
             return .failure(Self.failure(error, stage: .cacheStore))
         }
-        let afterBytes = configuration.sweepAfterBytesWritten
+        let afterBytes = limits.sweepAfterBytesWritten
         let (sequence, needsSweep) = state.withLock { state -> (UInt64, Bool) in
             state.writeSequence &+= 1
             state.trackedSize += sizes.written - sizes.replaced
@@ -192,7 +201,7 @@ extension DiskCache {
                 return state.writeSequence
             }
             let report = try? store.sweep(
-                now: now(), maxSize: trim ? configuration.maxDiskSize : 0, lowWater: configuration.lowWaterMark)
+                now: now(), maxSize: trim ? limits.maxDiskSize : 0, lowWater: limits.lowWaterMark)
             state.withLock { state in
                 state.sweeping = false
                 // Writes published during the walk may or may not be in the report: count them again (an
@@ -203,13 +212,16 @@ extension DiskCache {
             if trim && report != nil { record.lastTrimStart = start }
             return report
         }
-        if let report { configuration.onSweep?(trigger, report) }
+        if let report { initialConfiguration.onSweep?(trigger, report) }
     }
 
     func performMigration(from oldDirectory: String) -> Result<Int, ImageError> {
         guard oldDirectory != store.directory else { return .success(0) }
+        var oldConfiguration = initialConfiguration
+        oldConfiguration.maxDiskAge = nil
         let old = DiskEntryStore(
-            directory: oldDirectory, fs: store.fs, maxDiskAge: nil, accessTimeGranularity: .infinity,
+            directory: oldDirectory, fs: store.fs, limits: DiskCacheLimits(configuration: oldConfiguration),
+            accessTimeGranularity: .infinity,
             fsyncOnWrite: false, stampsWrites: false)
         let listing: (files: [DirectoryItem], others: [String])?
         do {
@@ -233,7 +245,7 @@ extension DiskCache {
     /// Moves one old entry: rename when it is valid and new here, else leave or drop it.
     private func migrateEntry(_ item: DirectoryItem, from old: DiskEntryStore) -> Bool {
         let oldPath = old.path(item.name)
-        let maxEntry = configuration.effectiveMaxEntrySize
+        let maxEntry = limits.effectiveMaxEntrySize
         // Never read a file larger than an entry may be.
         guard item.size - DiskEntryCodec.fixedHeaderSize - DiskEntryCodec.maxMetadataSize <= maxEntry,
             let data = FileManager.default.contents(atPath: oldPath),
@@ -252,10 +264,11 @@ extension DiskCache {
             try store.fs.move(oldPath, to: store.path(name))
         } catch {
             // Another file system (EXDEV) or a name clash: copy through a temporary file instead.
+            var entry = DiskCacheEntry.empty
             guard
-                case .hit(let entry)? = try? old.read(
-                    name: name, key: key, now: item.accessTime, maxBodySize: maxEntry),
-                (try? store.write(name: name, data: entry.data, metadata: metadata, now: now())) != nil
+                case .hit? = try? old.read(
+                    name: name, key: key, now: item.accessTime, maxBodySize: maxEntry, into: &entry),
+                (try? store.write(name: name, data: entry.data, metadata: entry.metadata, now: now())) != nil
             else { return false }
             _ = try? store.fs.remove(oldPath)
         }

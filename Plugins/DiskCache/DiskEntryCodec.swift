@@ -54,6 +54,8 @@ import ImageCore
 /// throws ``DiskEntryCodecError`` for anything but a valid entry and never traps.
 @_spi(Fuzzing) public enum DiskEntryCodec {
     static let magic: [UInt8] = Array("WIC1".utf8)
+    /// `magic` as the UInt32 its bytes load as.
+    private static let magicWord = magic.withUnsafeBytes { $0.loadUnaligned(as: UInt32.self) }
     /// Bytes of the fixed part of the header.
     public static let fixedHeaderSize = 16
     /// Upper bound of the metadata block; a larger value means garbage.
@@ -141,8 +143,21 @@ import ImageCore
     static func decode(
         _ bytes: UnsafeRawBufferPointer, maxBodySize: Int, expectedKey: String?, verifiesChecksum: Bool
     ) throws(DiskEntryCodecError) -> (metadata: CacheEntryMetadata, bodyOffset: Int) {
+        var metadata = CacheEntryMetadata()
+        let offset = try decode(
+            bytes, maxBodySize: maxBodySize, expectedKey: expectedKey, verifiesChecksum: verifiesChecksum,
+            into: &metadata)
+        return (metadata, offset)
+    }
+
+    /// The decoder, writing the fields it finds into `metadata` (the hit path fills its entry in place: the
+    /// metadata is large, and every copy of it retains its strings). Returns the offset of the body.
+    static func decode(
+        _ bytes: UnsafeRawBufferPointer, maxBodySize: Int, expectedKey: String?, verifiesChecksum: Bool,
+        into metadata: inout CacheEntryMetadata
+    ) throws(DiskEntryCodecError) -> Int {
         guard bytes.count >= fixedHeaderSize else { throw .tooShort(size: bytes.count) }
-        guard bytes.prefix(4).elementsEqual(magic) else { throw .badMagic }
+        guard bytes.loadUnaligned(as: UInt32.self) == magicWord else { throw .badMagic }
         var fixed = Reader(bytes: bytes, offset: 4)
         let rawBlockLength = try fixed.uint32("metadata length")
         let bodyLength = try fixed.uint64("body length")
@@ -158,7 +173,6 @@ import ImageCore
         var reader = Reader(
             bytes: UnsafeRawBufferPointer(rebasing: bytes[fixedHeaderSize..<fixedHeaderSize + blockLength]))
         let flags = try reader.byte("flags")
-        var metadata = CacheEntryMetadata()
         if flags & Flag.storedAt != 0 { metadata.storedAt = try reader.date("storedAt") }
         if flags & Flag.expiresAt != 0 { metadata.expiresAt = try reader.date("expiresAt") }
         if flags & Flag.maxAge != 0 {
@@ -186,7 +200,36 @@ import ImageCore
             }
         }
         metadata.size = Int(bodyLength)
-        return (metadata, bodyOffset)
+        return bodyOffset
+    }
+
+    /// The metadata block length a fixed header declares, or nil when `fixedHeader` is not one (bad magic, a
+    /// block over ``maxMetadataSize``).
+    static func metadataLength(fixedHeader: [UInt8]) -> Int? {
+        guard fixedHeader.count >= fixedHeaderSize, fixedHeader.starts(with: magic) else { return nil }
+        let length = fixedHeader.withUnsafeBytes {
+            UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: 4, as: UInt32.self))
+        }
+        return length <= UInt32(maxMetadataSize) ? Int(length) : nil
+    }
+
+    /// True when `header` (the fixed part and the whole metadata block of a file of `fileSize` bytes) is valid and
+    /// records `key` as the entry's key. The body is not checked.
+    static func headerNames(_ key: String, header: [UInt8], fileSize: Int) -> Bool {
+        header.withUnsafeBytes { raw in
+            guard raw.count >= fixedHeaderSize else { return false }
+            let bodyLength = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+            guard let blockLength = metadataLength(fixedHeader: Array(raw.prefix(fixedHeaderSize))),
+                raw.count == fixedHeaderSize + blockLength, fileSize >= raw.count,
+                bodyLength == UInt64(fileSize - raw.count)
+            else { return false }
+            // Decode the header as a file with an empty body: every field is checked the same way.
+            var copy = Array(raw)
+            copy.withUnsafeMutableBytes { $0.storeBytes(of: UInt64(0), toByteOffset: 8, as: UInt64.self) }
+            return copy.withUnsafeBytes {
+                (try? decode($0, maxBodySize: .max, expectedKey: key, verifiesChecksum: false)) != nil
+            }
+        }
     }
 
     /// The metadata and body offset of a valid entry, or nil (for callers that only need yes or no).
@@ -207,20 +250,24 @@ import ImageCore
 
         var remaining: Int { bytes.count - offset }
 
+        @inline(__always)
         mutating func byte(_ field: String) throws(DiskEntryCodecError) -> UInt8 {
             guard remaining >= 1 else { throw .truncatedField(field) }
             defer { offset += 1 }
             return bytes[offset]
         }
 
+        @inline(__always)
         mutating func uint32(_ field: String) throws(DiskEntryCodecError) -> UInt32 {
             try integer(UInt32.self, field)
         }
 
+        @inline(__always)
         mutating func uint64(_ field: String) throws(DiskEntryCodecError) -> UInt64 {
             try integer(UInt64.self, field)
         }
 
+        @inline(__always)
         private mutating func integer<T: FixedWidthInteger>(_ type: T.Type, _ field: String)
             throws(DiskEntryCodecError) -> T
         {
@@ -234,6 +281,7 @@ import ImageCore
             return T(littleEndian: value)
         }
 
+        @inline(__always)
         mutating func date(_ field: String) throws(DiskEntryCodecError) -> Date {
             let seconds = Double(bitPattern: try uint64(field))
             guard seconds.isFinite else { throw .invalidDate(field) }
@@ -241,6 +289,7 @@ import ImageCore
         }
 
         /// Reads a string field and tells whether its bytes are exactly `expected`'s UTF-8.
+        @inline(__always)
         mutating func matches(_ field: String, _ expected: String) throws(DiskEntryCodecError) -> Bool {
             let length = try uint32(field)
             guard UInt64(length) <= UInt64(remaining) else { throw .truncatedField(field) }

@@ -14,6 +14,9 @@ public struct DiskCacheEntry: Sendable {
         self.data = data
         self.metadata = metadata
     }
+
+    /// No bytes, no metadata: what a read fills in (made once; `CacheEntryMetadata()` is not free).
+    static let empty = DiskCacheEntry(data: Data(), metadata: CacheEntryMetadata())
 }
 
 /// What a sweep found and did.
@@ -29,8 +32,9 @@ struct SweepReport {
 /// The blocking file work of a ``DiskCache``: read, write, remove and sweep entry files in one directory.
 ///
 /// Stateless (all state is on disk), so it is safe from any thread and any number of processes: entries are
-/// published by rename, a reader holds an open descriptor, and every step tolerates files that vanish.
-struct DiskEntryStore: Sendable {
+/// published by rename, a reader holds an open descriptor, and every step tolerates files that vanish. A class
+/// (immutable), so a hit passes one reference instead of copying the paths and handles.
+final class DiskEntryStore: Sendable {
     /// Temporary files older than this are leftovers of a crashed writer.
     static let staleTemporaryAge: TimeInterval = 600
     /// Marks a directory the cache owns. Only in an owned directory does a sweep remove foreign files, so a
@@ -41,22 +45,24 @@ struct DiskEntryStore: Sendable {
     /// `directory` as bytes, for paths built on the stack.
     let directoryBytes: [UInt8]
     let fs: DiskFileSystem
-    let maxDiskAge: TimeInterval?
+    /// The age limit in force (it may change while the cache runs).
+    let limits: DiskCacheLimits
     let accessTimeGranularity: TimeInterval
     let fsyncOnWrite: Bool
     /// True when a test clock is in use, so writes stamp the access time themselves.
     let stampsWrites: Bool
     /// Hits check the body against the checksum in the header.
-    var verifiesChecksums = false
+    let verifiesChecksums: Bool
 
     init(
-        directory: String, fs: DiskFileSystem, maxDiskAge: TimeInterval?, accessTimeGranularity: TimeInterval,
-        fsyncOnWrite: Bool, stampsWrites: Bool
+        directory: String, fs: DiskFileSystem, limits: DiskCacheLimits, accessTimeGranularity: TimeInterval,
+        fsyncOnWrite: Bool, stampsWrites: Bool, verifiesChecksums: Bool = false
     ) {
+        self.verifiesChecksums = verifiesChecksums
         self.directory = directory
         directoryBytes = Array(directory.utf8)
         self.fs = fs
-        self.maxDiskAge = maxDiskAge
+        self.limits = limits
         self.accessTimeGranularity = accessTimeGranularity
         self.fsyncOnWrite = fsyncOnWrite
         self.stampsWrites = stampsWrites
@@ -69,7 +75,8 @@ struct DiskEntryStore: Sendable {
 
     /// What a read of one entry file found.
     enum ReadResult {
-        case hit(DiskCacheEntry)
+        /// The entry was read into the caller's value.
+        case hit
         /// Absent or expired.
         case miss
         /// Not served, for this reason (a corrupt or oversize file was also removed).
@@ -77,92 +84,114 @@ struct DiskEntryStore: Sendable {
     }
 
     /// Reads the entry file `name` for `key` into memory, never more than `maxBodySize` body bytes (plus the
-    /// header).
+    /// header), with its extended data.
     ///
     /// Expired files are misses and are removed. Garbage, truncated, hostile and foreign-key files are `.corrupt`
-    /// and removed; files larger than the cap are `.oversize` and removed without being read. A file changed by
-    /// someone else while it is read (truncated, rewritten in place, its times set) is read once more; changed
-    /// again, it is `.changed` and left alone (the rename of a new entry replaces it). So the bytes returned are
-    /// always one whole entry file as it was between two `fstat`s with equal size, modification and change
-    /// times: the rename of a whole entry (which every writer of this cache uses) is atomic, and an in-place
-    /// change moves the change time (on Linux 6.13+ with multigrain timestamps — ext4, xfs, btrfs, tmpfs —
-    /// even within one timer tick).
-    func read(name: DiskEntryName, key: String, now: Double, maxBodySize: Int) throws -> ReadResult {
+    /// and removed; files larger than the cap are `.oversize` and removed without being read. The file is read with
+    /// one `pread` of one byte more than its size: a file that grew or shrank since the `fstat` (truncated or
+    /// extended in place by someone else) is read once more; changed again, it is `.changed` and left alone. So the
+    /// bytes returned are one whole entry file of the size it had when opened: every writer of this cache (in any
+    /// process) publishes a new file by rename and never changes a published one, so an open descriptor sees one
+    /// immutable entry. A same-size overwrite in place by another program is caught only by the body checksum
+    /// (``DiskCacheConfiguration/verifiesChecksums``).
+    ///
+    /// Four system calls on a hit, as a plain open and read: `open`, `fstat`, `pread`, `close` (plus `fgetxattr`
+    /// when the entry has extended data, and `futimens` when its access time is refreshed).
+    ///
+    /// A hit fills `entry` (whose metadata must start empty) in place rather than returning it: the metadata is
+    /// large, and a hit should move it as few times as it can.
+    func read(name: DiskEntryName, key: String, now: Double, maxBodySize: Int, into entry: inout DiskCacheEntry)
+        throws -> ReadResult
+    {
         try name.withPath(in: directoryBytes) { path in
-            let first = try readOnce(path: path, key: key, now: now, maxBodySize: maxBodySize)
+            let first = try readOnce(path: path, key: key, now: now, maxBodySize: maxBodySize, into: &entry)
             guard case .bad(.changed, _) = first else { return first }
-            return try readOnce(path: path, key: key, now: now, maxBodySize: maxBodySize)
+            return try readOnce(path: path, key: key, now: now, maxBodySize: maxBodySize, into: &entry)
         }
     }
 
     /// One attempt. `path` is a C string on the stack: a String of it is made only for errors and removals.
-    private func readOnce(path: UnsafePointer<CChar>, key: String, now: Double, maxBodySize: Int) throws
-        -> ReadResult
-    {
+    private func readOnce(
+        path: UnsafePointer<CChar>, key: String, now: Double, maxBodySize: Int, into entry: inout DiskCacheEntry
+    ) throws -> ReadResult {
         guard let fd = try fs.openForReading(path) else { return .miss }
         defer { close(fd) }
-        let before = try fs.status(of: fd, path: path)
-        let size = Int(before.st_size)
-        let accessTime = before.st_mtim.seconds
-        if let maxDiskAge, now - accessTime > maxDiskAge {
-            removeIfUnchanged(String(cString: path), before)
+        let info = try fs.status(of: fd, path: path)
+        let size = Int(info.st_size)
+        let accessTime = info.st_mtim.seconds
+        if let maxDiskAge = limits.maxDiskAge, now - accessTime > maxDiskAge {
+            removeIfUnchanged(String(cString: path), info)
             return .miss
         }
-        guard (before.st_mode & S_IFMT) == S_IFREG, size >= DiskEntryCodec.fixedHeaderSize else {
-            removeIfUnchanged(String(cString: path), before)
+        guard (info.st_mode & S_IFMT) == S_IFREG, size >= DiskEntryCodec.fixedHeaderSize else {
+            removeIfUnchanged(String(cString: path), info)
             return .bad(.corrupt, detail: "not a regular file of at least a header (\(size) bytes)")
         }
         // Subtractions, so a cap of Int.max cannot overflow.
         guard size - DiskEntryCodec.fixedHeaderSize - DiskEntryCodec.maxMetadataSize <= maxBodySize else {
-            removeIfUnchanged(String(cString: path), before)
+            removeIfUnchanged(String(cString: path), info)
             return .bad(.oversize, detail: "\(size) bytes on disk, entry size limit \(maxBodySize)")
         }
-        let base = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 16)
+        let (base, sizeClass) = DiskReadBuffers.take(size + 1)
         var handedOff = false
-        defer { if !handedOff { base.deallocate() } }
-        guard try fs.readAll(fd, into: base, count: size, path: path) else {
-            return .bad(.changed, detail: "shorter than its size when read")
+        defer { if !handedOff { DiskReadBuffers.release(base, sizeClass: sizeClass) } }
+        let got = try fs.readUpTo(fd, into: base, count: size + 1, path: path)
+        guard got == size else {
+            return .bad(.changed, detail: "\(got) bytes read of a file of \(size) (changed in place while read)")
         }
-        let after = try fs.status(of: fd, path: path)
-        guard after.st_size == before.st_size, after.st_mtim.isSame(as: before.st_mtim),
-            after.st_ctim.isSame(as: before.st_ctim)
-        else { return .bad(.changed, detail: "modified while read") }
-        let parsed: (metadata: CacheEntryMetadata, bodyOffset: Int)
+        let offset: Int
         do {
-            parsed = try DiskEntryCodec.decode(
+            offset = try DiskEntryCodec.decode(
                 UnsafeRawBufferPointer(start: base, count: size), maxBodySize: maxBodySize, expectedKey: key,
-                verifiesChecksum: verifiesChecksums)
+                verifiesChecksum: verifiesChecksums, into: &entry.metadata)
         } catch {
-            removeIfUnchanged(String(cString: path), before)
+            removeIfUnchanged(String(cString: path), info)
             return .bad(.corrupt, detail: "\(error)")
         }
-        var metadata = parsed.metadata
-        let offset = parsed.bodyOffset
+        if info.st_mode & DiskExtendedData.modeFlag != 0 {
+            let value = try fs.extendedAttribute(
+                fd, name: DiskExtendedData.attributeName,
+                limit: DiskExtendedData.headerSize + DiskExtendedData.maxSize, path: String(cString: path))
+            if let value {
+                guard let extended = DiskExtendedData.decode(value) else {
+                    removeIfUnchanged(String(cString: path), info)
+                    return .bad(.corrupt, detail: "extended data attribute of \(value.count) bytes is not valid")
+                }
+                entry.metadata.extendedData = extended
+            }
+        }
         if now - accessTime >= accessTimeGranularity {
             fs.setAccessTime(fd, to: now)
-            metadata.lastAccess = Date(timeIntervalSince1970: now)
+            entry.metadata.lastAccess = Date(timeIntervalSince1970: now)
         } else {
-            metadata.lastAccess = Date(timeIntervalSince1970: accessTime)
+            entry.metadata.lastAccess = Date(timeIntervalSince1970: accessTime)
         }
         let bodyCount = size - offset
-        guard bodyCount > 0 else { return .hit(DiskCacheEntry(data: Data(), metadata: metadata)) }
+        guard bodyCount > 0 else {
+            entry.data = Data()
+            return .hit
+        }
         // Hand the buffer to Data without copying. The header before the body is parsed and no longer needed:
-        // its last 8 bytes (offset ≥ 17) keep the allocation's address, so the deallocator captures nothing.
+        // its last 16 bytes (offset ≥ 17) keep the buffer's address and size class, so the deallocator, which
+        // gives the buffer back to the pool, captures nothing.
         handedOff = true
         let body = base + offset
+        (body - 16).storeBytes(of: sizeClass, toByteOffset: 0, as: Int.self)
         (body - 8).storeBytes(of: base, toByteOffset: 0, as: UnsafeMutableRawPointer.self)
-        let data = Data(
+        entry.data = Data(
             bytesNoCopy: body, count: bodyCount,
             deallocator: .custom { body, _ in
-                (body - 8).loadUnaligned(as: UnsafeMutableRawPointer.self).deallocate()
+                DiskReadBuffers.release(
+                    (body - 8).loadUnaligned(as: UnsafeMutableRawPointer.self),
+                    sizeClass: (body - 16).loadUnaligned(as: Int.self))
             })
-        return .hit(DiskCacheEntry(data: data, metadata: metadata))
+        return .hit
     }
 
     /// True when `name` exists as a regular file that has not expired.
     func contains(name: DiskEntryName, now: Double) -> Bool {
         guard let info = try? fs.status(path(name)), (info.st_mode & S_IFMT) == S_IFREG else { return false }
-        if let maxDiskAge, now - info.st_mtim.seconds > maxDiskAge { return false }
+        if let maxDiskAge = limits.maxDiskAge, now - info.st_mtim.seconds > maxDiskAge { return false }
         return true
     }
 
@@ -176,11 +205,13 @@ struct DiskEntryStore: Sendable {
 
     // MARK: Write
 
-    /// Writes an entry atomically: a temporary file in the directory (header and body in one `writev`), then a
-    /// rename over `name`.
+    /// Writes an entry atomically: a temporary file in the directory (header and body in one `writev`, the extended
+    /// data of `metadata` in an attribute), then a rename over `name`.
     ///
-    /// On any failure the temporary file is removed and the previous entry is untouched. Recreates the directory
-    /// when it was deleted.
+    /// The temporary file is named after the entry and the process (work on one entry never runs twice at once in a
+    /// process), so the directory sees the same few names come and go, as a plain writer's would; a leftover of a
+    /// crashed writer under that name makes it take a fresh one. On any failure the temporary file is removed and
+    /// the previous entry is untouched. Recreates the directory when it was deleted.
     /// - Parameter measuresReplaced: `lstat` the entry being replaced, for size accounting (only needed when
     ///   the cache has a size limit).
     /// - Returns: bytes written and bytes of the entry it replaced (0 when not measured).
@@ -192,21 +223,27 @@ struct DiskEntryStore: Sendable {
     {
         let checksum = data.withUnsafeBytes { XXH64.hash($0) }
         let header = try DiskEntryCodec.header(for: metadata, bodyLength: data.count, bodyChecksum: checksum)
-        var temporary = path(DiskFileNaming.temporaryName())
+        let extended = metadata.extendedData.map(DiskExtendedData.encode)
+        let extraMode = extended == nil ? 0 : DiskExtendedData.modeFlag
+        var temporary = path(DiskFileNaming.temporaryName(for: name))
         let fd: Int32
         do {
-            fd = try fs.createExclusive(temporary)
+            fd = try fs.createExclusive(temporary, extraMode: extraMode)
         } catch let error as DiskCacheIOError where error.errno == ENOENT || error.errno == EEXIST {
             // The directory was deleted under us (recreate it), or a leftover holds the name (take another).
             if error.errno == ENOENT { try makeOwnedDirectory() }
             temporary = path(DiskFileNaming.temporaryName())
-            fd = try fs.createExclusive(temporary)
+            fd = try fs.createExclusive(temporary, extraMode: extraMode)
         }
         var published = false
         defer { if !published { _ = try? fs.remove(temporary) } }
         do {
             try header.withUnsafeBytes { head in
                 try data.withUnsafeBytes { body in try fs.writeAll(fd, head, body, path: temporary) }
+            }
+            if let extended {
+                try fs.setExtendedAttribute(fd, name: DiskExtendedData.attributeName, value: extended, path: temporary)
+                try checkModeFlag(fd, path: temporary)
             }
             if stampsWrites { fs.setAccessTime(fd, to: now) }
             if fsyncOnWrite { try fs.sync(fd, path: temporary) }
@@ -250,7 +287,8 @@ struct DiskEntryStore: Sendable {
 
     // MARK: Sweep
 
-    /// Walks the directory: removes expired entries, stale temporaries and (in an owned directory) foreign files,
+    /// Walks the directory: removes expired entries, entries of format version 1, stale temporaries and (in an owned
+    /// directory) foreign files,
     /// then, when the entries exceed `maxSize` (> 0), removes the least recently accessed until they fit in
     /// `lowWater`. An empty directory becomes owned.
     ///
@@ -266,11 +304,15 @@ struct DiskEntryStore: Sendable {
         var report = SweepReport()
         var live: [DirectoryItem] = []
         live.reserveCapacity(listing.files.count)
+        let maxDiskAge = limits.maxDiskAge
         for item in listing.files where item.name != Self.markerName {
             let isEntry = DiskFileNaming.isEntryName(item.name)
             let drop: Bool
             if isEntry {
                 drop = removeEverything || maxDiskAge.map { now - item.accessTime > $0 } ?? false
+            } else if DiskFileNaming.isLegacyEntryName(item.name) {
+                // An entry of format version 1: no lookup finds it (a clean miss); its space is reclaimed.
+                drop = true
             } else if item.name.hasPrefix(DiskFileNaming.temporaryPrefix) {
                 drop = now - item.accessTime > Self.staleTemporaryAge
             } else {

@@ -1,3 +1,4 @@
+internal import CXattr
 import Foundation
 import Synchronization
 
@@ -25,7 +26,7 @@ public struct DiskCacheIOError: Error, Sendable, CustomStringConvertible, Hashab
 
 /// The file operations the cache performs, as named by the fault injector.
 enum DiskOperation: String, Sendable, Hashable {
-    case open, create, write, fsync, close, rename, unlink, mkdir, read, stat, readdir
+    case open, create, write, fsync, close, rename, unlink, mkdir, read, stat, readdir, getxattr, setxattr, chmod
 }
 
 /// A test seam: makes chosen operations fail with a chosen `errno`, as a full or read-only disk would, or
@@ -149,10 +150,10 @@ struct DiskFileSystem: Sendable {
         throw DiskCacheIOError(operation: DiskOperation.open.rawValue, path: String(cString: path), errno: code)
     }
 
-    /// Creates a new file exclusively (mode 0644).
-    func createExclusive(_ path: String) throws -> Int32 {
+    /// Creates a new file exclusively (mode 0644, plus `extraMode`, less the umask).
+    func createExclusive(_ path: String, extraMode: mode_t = 0) throws -> Int32 {
         try check(.create, path)
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644 | extraMode)
         guard fd >= 0 else { throw failure(.open, path) }
         return fd
     }
@@ -206,6 +207,26 @@ struct DiskFileSystem: Sendable {
             throw DiskCacheIOError(operation: DiskOperation.stat.rawValue, path: String(cString: path), errno: code)
         }
         return info
+    }
+
+    /// Reads from offset 0 into `buffer` until `count` bytes or the end of the file; returns the bytes read. One
+    /// `pread` when the file is shorter than `count` (a regular file reads short only at its end).
+    func readUpTo(_ fd: Int32, into buffer: UnsafeMutableRawPointer, count: Int, path: UnsafePointer<CChar>)
+        throws -> Int
+    {
+        if let faults { try faults.check(.read, String(cString: path)) }
+        var offset = 0
+        while offset < count {
+            let got = pread(fd, buffer + offset, count - offset, off_t(offset))
+            if got < 0 {
+                let code = errno
+                if code == EINTR { continue }
+                throw DiskCacheIOError(operation: DiskOperation.read.rawValue, path: String(cString: path), errno: code)
+            }
+            offset += got
+            if got == 0 || offset < count { break }
+        }
+        return offset
     }
 
     /// Reads exactly `count` bytes from offset 0 into `buffer`; false when the file is shorter.
@@ -263,6 +284,43 @@ struct DiskFileSystem: Sendable {
         if lstat(path, &info) == 0 { return info }
         if errno == ENOENT || errno == ENOTDIR { return nil }
         throw failure(.stat, path)
+    }
+
+    /// The value of extended attribute `name` of an open file, or nil when it has none (or the file system has no
+    /// extended attributes). At most `limit` bytes: a larger value is returned as an empty array.
+    func extendedAttribute(_ fd: Int32, name: String, limit: Int, path: @autoclosure () -> String) throws -> [UInt8]? {
+        if let faults { try faults.check(.getxattr, path()) }
+        return try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(1, limit)) { buffer in
+            let count = fgetxattr(fd, name, buffer.baseAddress, limit)
+            if count >= 0 { return Array(buffer[0..<count]) }
+            let code = errno
+            if code == ENODATA || code == ENOTSUP || code == EOPNOTSUPP { return nil }
+            if code == ERANGE { return [] }
+            throw DiskCacheIOError(operation: DiskOperation.getxattr.rawValue, path: path(), errno: code)
+        }
+    }
+
+    /// Sets (or with nil removes) extended attribute `name` of an open file; removing an absent one is fine.
+    func setExtendedAttribute(_ fd: Int32, name: String, value: [UInt8]?, path: @autoclosure () -> String) throws {
+        if let faults { try faults.check(.setxattr, path()) }
+        let result: Int32
+        if let value {
+            result = value.withUnsafeBytes { fsetxattr(fd, name, $0.baseAddress, $0.count, 0) }
+        } else {
+            result = fremovexattr(fd, name)
+            if result != 0 && errno == ENODATA { return }
+        }
+        if result != 0 {
+            throw DiskCacheIOError(operation: DiskOperation.setxattr.rawValue, path: path(), errno: errno)
+        }
+    }
+
+    /// Sets the permission bits of an open file.
+    func setMode(_ fd: Int32, _ mode: mode_t, path: @autoclosure () -> String) throws {
+        if let faults { try faults.check(.chmod, path()) }
+        if fchmod(fd, mode) != 0 {
+            throw DiskCacheIOError(operation: DiskOperation.chmod.rawValue, path: path(), errno: errno)
+        }
     }
 
     /// Sets the modification time (the cache's access time) of an open file.

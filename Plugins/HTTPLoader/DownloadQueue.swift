@@ -1,3 +1,5 @@
+import ImageCore
+
 /// The order in which queued downloads of the same priority start.
 public enum DownloadExecutionOrder: Sendable, Hashable {
     /// First queued, first started (SDWebImage's default).
@@ -6,7 +8,8 @@ public enum DownloadExecutionOrder: Sendable, Hashable {
     case lifo
 }
 
-/// The priority of one transfer in the loader's queue, from ``ImageOptions/highPriority`` / ``ImageOptions/lowPriority``.
+/// The priority of one transfer in the loader's queue, from ``ImageOptions/highPriority`` / ``ImageOptions/lowPriority``,
+/// or set later on the load's operation (``/ImageCore/PrioritizableOperation``).
 public enum DownloadPriority: Int, Sendable, Hashable, Comparable {
     /// Started only when no normal or high download waits.
     case low = 0
@@ -17,6 +20,24 @@ public enum DownloadPriority: Int, Sendable, Hashable, Comparable {
 
     /// Orders low < normal < high.
     public static func < (lhs: DownloadPriority, rhs: DownloadPriority) -> Bool { lhs.rawValue < rhs.rawValue }
+
+    /// The queue priority of a load's ``/ImageCore/ImageLoadPriority``.
+    public init(_ priority: ImageLoadPriority) {
+        switch priority {
+        case .low: self = .low
+        case .normal: self = .normal
+        case .high: self = .high
+        }
+    }
+
+    /// This priority as ImageCore's ``/ImageCore/ImageLoadPriority``.
+    public var loadPriority: ImageLoadPriority {
+        switch self {
+        case .low: .low
+        case .normal: .normal
+        case .high: .high
+        }
+    }
 }
 
 /// The loader's admission queue in front of AsyncHTTPClient: a pure value (no I/O, no locks).
@@ -69,6 +90,20 @@ struct DownloadQueue<ID: Hashable & Sendable>: Sendable {
                 return
             }
         }
+    }
+
+    /// Moves a queued `id` to `priority`, up or down, behind the items already waiting there (FIFO) or ahead of
+    /// them (LIFO), as if it had been queued now. Returns false when `id` is not queued (running or unknown).
+    @discardableResult
+    mutating func setPriority(_ id: ID, to priority: DownloadPriority) -> Bool {
+        for level in 0..<3 {
+            guard let index = pending[level][heads[level]...].firstIndex(of: id) else { continue }
+            guard level != priority.rawValue else { return true }
+            pending[level].remove(at: index)
+            pending[priority.rawValue].append(id)
+            return true
+        }
+        return false
     }
 
     /// A running item ended: returns the next item to start in its slot, or nil (the slot is freed).

@@ -11,10 +11,17 @@ import Synchronization
 /// ``maximumCookiesPerDomain`` cookies per registrable domain and ``maximumCookies`` in all are kept, the least
 /// recently used (set or sent) evicted first; names and values over 4 KiB or with control characters are refused.
 /// Not implemented: `SameSite` (no browsing context on a server), persistence. Thread-safe (a `Mutex`).
+///
+/// Partitions: every cookie belongs to the partition it was set in — the load's
+/// ``/ImageCore/ImageContext/cachePartitionKey``, nil for unpartitioned loads — and is sent only to loads of the
+/// same partition, so one tenant's cookies never go out on another tenant's load. The bounds hold for the whole
+/// jar; the per-domain bound counts each partition on its own.
 public final class HTTPCookieJar: Sendable {
     struct Cookie: Sendable, Equatable {
         var name: String
         var value: String
+        /// The ``ImageContext/cachePartitionKey`` of the load that received it; nil for unpartitioned loads.
+        var partition: String? = nil
         var domain: String
         /// True when the cookie came without `Domain` and matches only its origin host.
         var hostOnly: Bool
@@ -63,33 +70,41 @@ public final class HTTPCookieJar: Sendable {
     /// Removes every cookie.
     public func removeAll() { state.withLock { $0.cookies.removeAll() } }
 
-    /// Stores the cookies of `setCookieHeaders` received from `url`.
-    public func store(setCookieHeaders: [String], from url: URL, now: Date = Date()) {
+    /// Removes every cookie of `partition` (nil: the unpartitioned ones).
+    public func removeAll(inPartition partition: String?) {
+        state.withLock { $0.cookies.removeAll { $0.partition == partition } }
+    }
+
+    /// Stores the cookies of `setCookieHeaders` received from `url` by a load of `partition`.
+    public func store(setCookieHeaders: [String], from url: URL, partition: String? = nil, now: Date = Date()) {
         guard !setCookieHeaders.isEmpty, let host = url.host?.lowercased(), !host.isEmpty else { return }
         let parsed = setCookieHeaders.compactMap { parse($0, host: host, requestPath: url.path, now: now) }
         guard !parsed.isEmpty else { return }
         state.withLock { state in
             for var cookie in parsed {
+                cookie.partition = partition
                 state.cookies.removeAll {
                     $0.name == cookie.name && $0.domain == cookie.domain && $0.path == cookie.path
+                        && $0.partition == partition
                 }
                 if let expires = cookie.expires, expires <= now { continue }  // an expired cookie deletes
                 state.clock += 1
                 cookie.lastUse = state.clock
                 state.cookies.append(cookie)
-                evict(&state, site: cookie.site, now: now)
+                evict(&state, site: cookie.site, partition: partition, now: now)
             }
         }
     }
 
-    /// Drops expired cookies, then the least recently used of `site` over its bound, then of the jar over its own.
-    private func evict(_ state: inout State, site: String, now: Date) {
-        let inSite = state.cookies.lazy.filter { $0.site == site }.count
-        if inSite > maximumCookiesPerDomain || state.cookies.count > maximumCookies {
+    /// Drops expired cookies, then the least recently used of `site` in `partition` over its bound, then of the
+    /// jar over its own.
+    private func evict(_ state: inout State, site: String, partition: String?, now: Date) {
+        let inSite = { (cookie: Cookie) in cookie.site == site && cookie.partition == partition }
+        if state.cookies.lazy.filter(inSite).count > maximumCookiesPerDomain || state.cookies.count > maximumCookies {
             state.cookies.removeAll { $0.expires.map { $0 <= now } ?? false }
         }
-        var excess = state.cookies.lazy.filter { $0.site == site }.count - maximumCookiesPerDomain
-        while excess > 0, let index = Self.leastRecentlyUsed(state.cookies, where: { $0.site == site }) {
+        var excess = state.cookies.lazy.filter(inSite).count - maximumCookiesPerDomain
+        while excess > 0, let index = Self.leastRecentlyUsed(state.cookies, where: inSite) {
             state.cookies.remove(at: index)
             excess -= 1
         }
@@ -108,19 +123,19 @@ public final class HTTPCookieJar: Sendable {
         return best
     }
 
-    /// True when a cookie would be sent to `url` (the loader's credential check).
-    public func hasCookies(for url: URL, now: Date = Date()) -> Bool {
+    /// True when a cookie would be sent to `url` by a load of `partition` (the loader's credential check).
+    public func hasCookies(for url: URL, partition: String? = nil, now: Date = Date()) -> Bool {
         if isEmpty { return false }
-        return matching(url, now: now, touch: false) != nil
+        return matching(url, partition: partition, now: now, touch: false) != nil
     }
 
-    /// The `Cookie` header value for a request to `url`, or nil when no cookie matches.
-    public func cookieHeader(for url: URL, now: Date = Date()) -> String? {
+    /// The `Cookie` header value for a request to `url` by a load of `partition`, or nil when no cookie matches.
+    public func cookieHeader(for url: URL, partition: String? = nil, now: Date = Date()) -> String? {
         if isEmpty { return nil }
-        return matching(url, now: now, touch: true)
+        return matching(url, partition: partition, now: now, touch: true)
     }
 
-    private func matching(_ url: URL, now: Date, touch: Bool) -> String? {
+    private func matching(_ url: URL, partition: String?, now: Date, touch: Bool) -> String? {
         guard let host = url.host?.lowercased() else { return nil }
         let path = url.path.isEmpty ? "/" : url.path
         let secure = url.scheme?.lowercased() == "https"
@@ -129,9 +144,9 @@ public final class HTTPCookieJar: Sendable {
             var found: [Cookie] = []
             for index in state.cookies.indices {
                 let cookie = state.cookies[index]
-                guard
-                    (cookie.hostOnly ? host == cookie.domain : Self.domainMatches(host, cookie.domain))
-                        && Self.pathMatches(path, cookie.path) && (secure || !cookie.secure)
+                guard cookie.partition == partition,
+                    cookie.hostOnly ? host == cookie.domain : Self.domainMatches(host, cookie.domain),
+                    Self.pathMatches(path, cookie.path), secure || !cookie.secure
                 else { continue }
                 found.append(cookie)
                 if touch {

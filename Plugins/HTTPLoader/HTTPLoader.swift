@@ -28,22 +28,35 @@ import Synchronization
 ///
 /// Credentials: ``requestCarriesCredentials(for:options:context:)`` tells the manager which loads must not be
 /// shared; inside the loader, requests that differ in any header (credentials included) never share a transfer.
+/// With ``ImageOptions/handleCookies`` cookies are kept per ``ImageContext/cachePartitionKey`` (``HTTPCookieJar``):
+/// one tenant's cookies never go out on another tenant's load.
 ///
-/// Threading: `requestImage` returns at once; `progress` and `completion` run on Dispatch queues (a serial queue
-/// per transfer with progress listeners, else the loader's shared queue; never on a NIO event loop or the Swift
-/// cooperative pool), progress before completion, completion exactly once. Thread-safe. Ownership: a loader created without a client owns one and must be ended with
-/// ``shutdown()``; a given client stays the caller's to shut down.
+/// Control: ``cancelAllDownloads()`` and ``cancelDownloads(for:)`` cancel transfers without shutting the loader
+/// down (SDWebImageDownloader's `cancelAllDownloads`); the operation `requestImage` returns is a
+/// ``PrioritizableOperation`` whose priority reorders the queue while the transfer waits (Nuke's
+/// `ImageTask.priority`); a transfer runs at the highest priority of its callers.
+///
+/// Threading: `requestImage` returns at once and never calls back before it returned. Progress and completion
+/// never run under a lock; a caller's progress always precedes its completion, which comes exactly once. By
+/// default they run on the NIO event loop that received the response (no thread hop: the manager moves straight
+/// to its decode pool), so keep them short and hand heavy work off, as the manager does; cancellations, a late
+/// joiner's replay and early failures arrive on a Dispatch queue. With
+/// ``HTTPLoaderConfiguration/callbackQueue`` set, every callback runs on that queue. Thread-safe. Ownership: a
+/// loader created without a client owns one and must be ended with ``shutdown()``; a given client stays the
+/// caller's to shut down.
 public final class HTTPLoader: ImageLoader {
     /// The process-wide loader with the default configuration; never shut down.
     public static let shared = HTTPLoader()
 
-    /// Callback queues of all transfers target this one, so callbacks never run on an event loop.
+    /// Where callbacks produced off the event loops run (cancellations, replays, early failures) when the
+    /// configuration names no callback queue.
     static let callbackTarget = DispatchQueue(
         label: "webimage.httploader.callbacks", qos: .userInitiated, attributes: .concurrent)
 
     /// The configuration the loader was created with.
     public let configuration: HTTPLoaderConfiguration
-    /// The cookies stored and sent for loads with ``ImageOptions/handleCookies``.
+    /// The cookies stored and sent for loads with ``ImageOptions/handleCookies``, per
+    /// ``ImageContext/cachePartitionKey``.
     public let cookieJar: HTTPCookieJar
 
     let logger: Logger
@@ -54,34 +67,41 @@ public final class HTTPLoader: ImageLoader {
     let followsRedirectsItself: Bool
     /// Where the watchdog and retry timers run.
     let eventLoop: any EventLoop
+    /// ``HTTPLoaderConfiguration/callbackQueue``.
+    let callbackQueue: DispatchQueue?
+    /// The rules every transfer starts from (its deadline is its own).
+    let transferRules: TransferStateMachine.Rules
 
     private let client: HTTPClient
     private let ownsClient: Bool
     /// The client with certificate verification off, made on first use of ``ImageOptions/allowInvalidSSLCertificates``.
     private let insecureClient = Mutex<HTTPClient?>(nil)
     private let headers: Mutex<DefaultHeaders>
-    private let state: Mutex<State>
-    private let nextID = Atomic<UInt64>(0)
-    private let watchdog = Mutex<Watchdog>(Watchdog())
+    let state: Mutex<State>
+    let nextID = Atomic<UInt64>(0)
+    let watchdog = Mutex<Watchdog>(Watchdog())
 
     private struct DefaultHeaders: Sendable {
         var fields: [(name: String, value: String)]
         /// Whether `fields` hold Authorization, Proxy-Authorization or Cookie.
         var carryCredentials: Bool
+        /// `fields` as a coalescing key needs them, made once instead of per request.
+        var keyParts: [String]
 
         init(_ fields: [(name: String, value: String)]) {
             self.fields = fields
             carryCredentials = fields.contains { RedirectPolicy.credentialHeaders.contains($0.name.lowercased()) }
+            keyParts = TransferRequest.keyParts(fields)
         }
     }
 
     /// The one timer that enforces deadlines and minimum rates of running transfers.
-    private struct Watchdog: Sendable {
+    struct Watchdog: Sendable {
         var fireAt: UInt64?
         var scheduled: Scheduled<Void>?
     }
 
-    private struct State: Sendable {
+    struct State: Sendable {
         var transfers: [TransferRequest.Key: Transfer] = [:]
         var queued: [UInt64: Transfer] = [:]
         var running: [UInt64: Transfer] = [:]
@@ -109,6 +129,13 @@ public final class HTTPLoader: ImageLoader {
                 queue: DownloadQueue(
                     maxConcurrent: configuration.maxConcurrentDownloads, order: configuration.executionOrder)))
         self.followsRedirectsItself = client == nil
+        self.callbackQueue = configuration.callbackQueue
+        self.transferRules = TransferStateMachine.Rules(
+            progressByteInterval: configuration.progressByteInterval,
+            progressTimeInterval: UInt64(max(0, configuration.progressTimeInterval) * 1e9),
+            followsRedirects: client == nil, maximumRedirects: configuration.maximumRedirects,
+            maximumResponseSize: configuration.maximumResponseSize, minimumRate: configuration.minimumTransferRate,
+            retry: configuration.retry)
         if let client {
             self.client = client
             self.ownsClient = false
@@ -146,6 +173,12 @@ public final class HTTPLoader: ImageLoader {
         client.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = max(8, configuration.maxConcurrentDownloads)
         client.connectionPool.retryConnectionEstablishment = configuration.retryConnectionEstablishment
         return client
+    }
+
+    /// Shuts down the clients the loader owns (``shutdown()``).
+    func shutdownClients() async throws {
+        if ownsClient { try await client.shutdown() }
+        if let insecure = insecureClient.withLock({ $0 }) { try await insecure.shutdown() }
     }
 
     /// The client for a transfer; the insecure one is created on first use.
@@ -207,35 +240,45 @@ public final class HTTPLoader: ImageLoader {
 
     /// Starts (or joins) the transfer of `url`; see the type's documentation for the rules.
     ///
+    /// The returned operation is a ``PrioritizableOperation``: its priority starts at what
+    /// ``ImageOptions/highPriority`` / ``ImageOptions/lowPriority`` ask for.
+    ///
     /// Errors: `invalidURL` (not http/https), `cancelled` (cancelled, a request modifier returned nil, or the
-    /// loader was shut down), `invalidDownloadStatusCode` (with the status, after the response modifiers),
-    /// `invalidDownloadContentType`, `invalidDownloadResponse` (a response modifier refused it, redirect loop or
-    /// limit), ``ImageError/Code/redirectRefused``, `downloadTooLarge`, `timedOut` (idle timeout, deadline,
-    /// minimum rate), `downloadFailed` (connection, DNS, TLS, reset, truncated body; AHC's error as `underlying`),
-    /// `cacheNotModified` (304 for ``ImageOptions/refreshCached``), `badImageData` (the decryptor returned nil),
-    /// or whatever the context's ``ImageContext/downloadHeaderCheck`` rejected the bytes with.
+    /// loader was shut down or cancelled its downloads), `invalidDownloadStatusCode` (with the status, after the
+    /// response modifiers), `invalidDownloadContentType`, `invalidDownloadResponse` (a response modifier returned
+    /// nil, redirect loop or limit), ``ImageError/Code/redirectRefused``, `downloadTooLarge`, `timedOut` (idle
+    /// timeout, deadline, minimum rate), `downloadFailed` (connection, DNS, TLS, reset, truncated body; AHC's
+    /// error as `underlying`), `cacheNotModified` (304 for ``ImageOptions/refreshCached``), `badImageData` (the
+    /// decryptor returned nil), or whatever the context's ``ImageContext/downloadHeaderCheck`` rejected the bytes
+    /// with. A failure after the response head arrived carries that response (``ImageError/response``: status
+    /// and headers), so a caller can log why it was refused.
     public func requestImage(
         with url: URL, options: ImageOptions, context: ImageContext, progress: (@Sendable (LoadProgress) -> Void)?,
         completion: @escaping @Sendable (Result<LoadedImageData, ImageError>) -> Void
     ) -> any ImageOperation {
         guard canRequestImage(for: url) else {
-            return Self.failEarly(.invalidURL("not an http(s) URL: \(url.absoluteString)"), completion)
+            return failEarly(.invalidURL("not an http(s) URL: \(url.absoluteString)"), completion)
         }
         let subscriber = nextID.add(1, ordering: .relaxed).newValue
         guard let request = prepareRequest(url: url, options: options, context: context, subscriber: subscriber) else {
-            return Self.failEarly(.cancelled(stage: .download), completion)
+            return failEarly(.cancelled(stage: .download), completion)
         }
         let caller = Transfer.Caller(
             progress: progress, completion: completion, responseModifier: context.downloadResponseModifier,
             decryptor: context.downloadDecryptor ?? configuration.decryptor, headerCheck: context.downloadHeaderCheck)
-        return enqueue(request, caller: caller, subscriber: subscriber, options: options)
+        let priority = DownloadPriority(ImageLoadPriority(options: options))
+        let info = TransferStateMachine.Subscriber(
+            id: subscriber, progressive: options.contains(.progressiveLoad), wantsProgress: progress != nil,
+            priority: priority, modifiesResponse: caller.responseModifier != nil,
+            awaitsHeaderCheck: caller.headerCheck != nil)
+        return enqueue(request, subscriber: info, caller: caller)
     }
 
     /// True when the request for `url` would carry credentials: ``HTTPLoaderConfiguration/credentials``, an
     /// `Authorization`, `Proxy-Authorization` or `Cookie` default header, a request modifier (in the
     /// configuration or the context: it may add anything), or, with ``ImageOptions/handleCookies``, a cookie the
-    /// jar holds for `url`. The manager then shares neither the download nor the cache entry of the load unless
-    /// the context names a ``ImageContext/cachePartitionKey``. Thread-safe and fast.
+    /// jar holds for `url` in the load's partition. The manager then shares neither the download nor the cache
+    /// entry of the load unless the context names a ``ImageContext/cachePartitionKey``. Thread-safe and fast.
     public func requestCarriesCredentials(for url: URL, options: ImageOptions, context: ImageContext) -> Bool {
         if configuration.credentials != nil || configuration.requestModifier != nil
             || context.downloadRequestModifier != nil
@@ -243,169 +286,71 @@ public final class HTTPLoader: ImageLoader {
             return true
         }
         if headers.withLock({ $0.carryCredentials }) { return true }
-        return options.contains(.handleCookies) && cookieJar.hasCookies(for: url)
+        return options.contains(.handleCookies)
+            && cookieJar.hasCookies(for: url, partition: context.cachePartitionKey)
+    }
+
+    /// What in the context changes this loader's transfer: a per-request deadline
+    /// (``ImageContext/httpTransferTimeout``) other than the configuration's
+    /// ``HTTPLoaderConfiguration/maximumTransferDuration``. Loads whose keys differ never share a download, in
+    /// the manager or in the loader, so a 1-second load never cuts short (or waits on) a default one.
+    ///
+    /// Everything else that changes a transfer is already kept apart: headers and a request modifier of the
+    /// context (its load gets a transfer of its own, and ``ImageRequest/timeout`` comes from modifiers), the
+    /// cookie partition (``ImageContext/cachePartitionKey``, part of the manager's key),
+    /// ``ImageOptions/handleCookies`` and ``ImageOptions/allowInvalidSSLCertificates`` (options the manager keys
+    /// on), and revalidation validators.
+    public func transferKey(for url: URL, options: ImageOptions, context: ImageContext) -> String {
+        guard let timeout = context.httpTransferTimeout else { return "" }
+        let deadline = TransferPace.nanoseconds(timeout)
+        guard deadline != TransferPace.nanoseconds(configuration.maximumTransferDuration) else { return "" }
+        return deadline == .max ? "deadline=none" : "deadline=\(deadline)ns"
     }
 
     private func prepareRequest(url: URL, options: ImageOptions, context: ImageContext, subscriber: UInt64)
         -> TransferRequest?
     {
-        var request = ImageRequest(url: url, headers: headers.withLock { $0.fields })
-        if options.contains(.handleCookies), let cookies = cookieJar.cookieHeader(for: url) {
+        let (fields, defaultKey) = headers.withLock { ($0.fields, $0.keyParts) }
+        var request = ImageRequest(url: url, headers: fields)
+        // The default headers' key parts serve as long as nothing below changes the headers.
+        var headerKey: [String]? = defaultKey
+        let handleCookies = options.contains(.handleCookies)
+        let partition = handleCookies ? context.cachePartitionKey : nil
+        if handleCookies, let cookies = cookieJar.cookieHeader(for: url, partition: partition) {
             request[header: "Cookie"] = cookies
+            headerKey = nil
         }
         if options.contains(.refreshCached), let cached = context.loaderCachedMetadata {
             if let etag = cached.etag.flatMap(HTTPResponseParsing.entityTag) { request[header: "If-None-Match"] = etag }
             if let lastModified = cached.lastModified { request[header: "If-Modified-Since"] = lastModified }
+            headerKey = nil
         }
         // User code, called without any lock held.
         if let modifier = configuration.requestModifier {
             guard let modified = modifier.modifiedRequest(for: request) else { return nil }
             request = modified
+            headerKey = nil
         }
         let ownModifier = context.downloadRequestModifier
         if let ownModifier {
             guard let modified = ownModifier.modifiedRequest(for: request) else { return nil }
             request = modified
+            headerKey = nil
         }
         let timeout = request.timeout ?? context.httpTransferTimeout ?? configuration.maximumTransferDuration
         return TransferRequest(
-            request: request, insecure: options.contains(.allowInvalidSSLCertificates),
-            handleCookies: options.contains(.handleCookies), timeout: timeout,
+            request: request, headerKey: headerKey, insecure: options.contains(.allowInvalidSSLCertificates),
+            handleCookies: handleCookies, cookiePartition: partition, timeout: timeout,
             // A modifier of the caller's own may have added anything: such a transfer is never shared.
             privateTo: ownModifier == nil ? nil : subscriber)
     }
 
-    private enum Admission {
-        case joined(Transfer, replay: TransferStateMachine.ProgressReport?, partial: Data?, callers: Int)
-        case created(Transfer, startNow: Bool)
-        case shutDown
-    }
-
-    private func enqueue(
-        _ request: TransferRequest, caller: Transfer.Caller, subscriber: UInt64, options: ImageOptions
-    ) -> any ImageOperation {
-        let progressive = options.contains(.progressiveLoad)
-        let priority: DownloadPriority =
-            options.contains(.highPriority) ? .high : options.contains(.lowPriority) ? .low : .normal
-        let admission = state.withLock { state -> Admission in
-            guard !state.isShutdown else { return .shutDown }
-            if let existing = state.transfers[request.key] {
-                let (action, partial, callers) = existing.join(subscriber, caller: caller, progressive: progressive)
-                if case .joined(let replay) = action {
-                    state.queue.raise(existing.id, to: priority)
-                    return .joined(existing, replay: replay, partial: partial, callers: callers)
-                }
-            }
-            let transfer = Transfer(id: subscriber, request: request, loader: self)
-            _ = transfer.join(subscriber, caller: caller, progressive: progressive)
-            state.transfers[request.key] = transfer
-            let startNow = state.queue.enqueue(transfer.id, priority: priority)
-            if startNow { state.running[transfer.id] = transfer } else { state.queued[transfer.id] = transfer }
-            return .created(transfer, startNow: startNow)
-        }
-        let transfer: Transfer
-        switch admission {
-        case .shutDown:
-            return Self.failEarly(.cancelled(stage: .download), caller.completion)
-        case .joined(let existing, let replay, let partial, let callers):
-            transfer = existing
-            metrics.coalescedJoins.increment()
-            events.yield(HTTPLoaderEvent(transferID: existing.id, url: existing.url, kind: .joined(callers: callers)))
-            if let replay { existing.deliverReplay(replay, partialData: partial, to: subscriber) }
-        case .created(let created, let startNow):
-            transfer = created
-            if startNow { created.start() }
-        }
-        return CancellableOperation { [transfer] in transfer.leave(subscriber) }
-    }
-
-    private static func failEarly(
+    /// Fails a load before any transfer exists, asynchronously, so a caller never sees its completion before
+    /// `requestImage` returned.
+    func failEarly(
         _ error: ImageError, _ completion: @escaping @Sendable (Result<LoadedImageData, ImageError>) -> Void
     ) -> any ImageOperation {
-        // Asynchronously, so a caller never sees its completion before `requestImage` returned.
-        callbackTarget.async { completion(.failure(error)) }
+        (callbackQueue ?? Self.callbackTarget).async { completion(.failure(error)) }
         return CancellableOperation()
-    }
-
-    // MARK: Transfer bookkeeping
-
-    /// The last caller left `transfer`: new callers must not join it, and a queued one leaves the queue.
-    /// `cancelled` is false when the callers left because the response was refused (the failure is reported
-    /// when the task ends).
-    func transferAbandoned(_ transfer: Transfer, wasQueued: Bool, cancelled: Bool) {
-        state.withLock { state in
-            if state.transfers[transfer.request.key] === transfer { state.transfers[transfer.request.key] = nil }
-            // If it is no longer in the queue, it was just granted a slot: `start()` gives the slot back.
-            if wasQueued, state.queue.remove(transfer.id) { state.queued[transfer.id] = nil }
-        }
-        guard cancelled else { return }
-        metrics.cancelled.increment()
-        events.yield(HTTPLoaderEvent(transferID: transfer.id, url: transfer.url, kind: .cancelled))
-        logger.debug("HTTP transfer cancelled", metadata: ["transfer": "\(transfer.id)", "url": "\(transfer.url)"])
-    }
-
-    // MARK: Watchdog
-
-    /// Makes sure the watchdog fires within `interval` nanoseconds (a transfer started that needs watching).
-    func watch(within interval: UInt64) {
-        let now = NIODeadline.now().uptimeNanoseconds
-        let step = max(interval, 1_000_000)  // at most a thousand ticks a second
-        guard step < UInt64.max - now else { return }
-        let target = now + step
-        watchdog.withLock { watchdog in
-            if let fireAt = watchdog.fireAt, fireAt <= target { return }
-            watchdog.scheduled?.cancel()
-            watchdog.fireAt = target
-            watchdog.scheduled = eventLoop.scheduleTask(deadline: .uptimeNanoseconds(target)) { [weak self] in
-                self?.watchdogFired()
-            }
-        }
-    }
-
-    /// Checks every running transfer's deadline and rate, then sleeps until the soonest next check.
-    private func watchdogFired() {
-        // Cleared first: a transfer that starts from now on schedules its own tick.
-        watchdog.withLock { $0 = Watchdog() }
-        let running = state.withLock { Array($0.running.values) }
-        let now = NIODeadline.now().uptimeNanoseconds
-        var next = UInt64.max
-        for transfer in running {
-            if let interval = transfer.enforcePace(now: now) { next = min(next, interval) }
-        }
-        if next != .max { watch(within: next) }
-    }
-
-    /// `transfer` gave its slot back: start the next queued transfer in it.
-    func transferEnded(_ transfer: Transfer) {
-        let next = state.withLock { state -> Transfer? in
-            if state.transfers[transfer.request.key] === transfer { state.transfers[transfer.request.key] = nil }
-            state.running[transfer.id] = nil
-            guard !state.isShutdown, let nextID = state.queue.finish(),
-                let next = state.queued.removeValue(forKey: nextID)
-            else { return nil }
-            state.running[nextID] = next
-            return next
-        }
-        next?.start()
-    }
-
-    // MARK: Shutdown
-
-    /// Cancels every transfer (callers complete with `cancelled`), ends the event streams and shuts down the
-    /// clients the loader owns. Later requests fail with `cancelled`.
-    ///
-    /// - Throws: The client's shutdown error, if any.
-    public func shutdown() async throws {
-        let transfers = state.withLock { state -> [Transfer] in
-            state.isShutdown = true
-            let all = Array(state.queued.values) + Array(state.running.values)
-            state.queued = [:]
-            state.transfers = [:]
-            return all
-        }
-        for transfer in transfers { transfer.abort() }
-        events.finishAll()
-        if ownsClient { try await client.shutdown() }
-        if let insecure = insecureClient.withLock({ $0 }) { try await insecure.shutdown() }
     }
 }

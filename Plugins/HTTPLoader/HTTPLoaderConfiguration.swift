@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import ImageCore
 import Logging
@@ -78,6 +79,11 @@ public struct HTTPLoaderConfiguration: Sendable {
     public var progressTimeInterval: Double = 0.05
     /// Idle keep-alive connections are closed after this many seconds (default 60).
     public var connectionIdleTimeout: Double = 60
+    /// Where progress and completion callbacks run; nil (the default) runs them on the NIO event loop that
+    /// received the response, without a thread hop (keep them short: the image manager only hands the bytes to its
+    /// decode pool there). Set a queue when callbacks may block; a transfer's callbacks still run one at a time
+    /// and in order.
+    public var callbackQueue: DispatchQueue?
     /// AsyncHTTPClient retries failed connection attempts with back-off until the connect timeout, then fails
     /// with the last connection error (default true, AHC's recommendation); false fails such loads at once.
     public var retryConnectionEstablishment = true
@@ -161,9 +167,10 @@ public struct HTTPRetryPolicy: Sendable, Hashable {
         self.maxDelay = max(0, maxDelay)
     }
 
-    /// The delay before retry number `retry` (1 for the first retry), with ±20 % jitter.
-    func delay(beforeRetry retry: Int) -> Double {
+    /// The delay before retry number `retry` (1 for the first retry), scaled by `jitter` (the loader draws it
+    /// from 0.8…1.2, so retries of many transfers spread out).
+    func delay(beforeRetry retry: Int, jitter: Double) -> Double {
         let exponential = baseDelay * pow(2, Double(max(0, retry - 1)))
-        return min(maxDelay, exponential) * Double.random(in: 0.8...1.2)
+        return min(maxDelay, exponential) * jitter
     }
 }

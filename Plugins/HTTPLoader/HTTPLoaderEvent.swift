@@ -22,6 +22,10 @@ public struct HTTPLoaderEvent: Sendable, CustomStringConvertible {
         case cancelled
         /// A failed attempt will be retried after `delay` seconds.
         case retrying(attempt: Int, delay: Double, error: ImageError)
+        /// A caller changed its priority and the transfer now has `priority` (the highest of its callers'): a
+        /// queued transfer moved in the queue; a running one only records it (AsyncHTTPClient has no request
+        /// priority and HTTP/1.1 none on the wire).
+        case priorityChanged(DownloadPriority)
     }
 
     /// The transfer's identifier, unique within one loader.

@@ -6,16 +6,21 @@ import NIOCore
 import NIOHTTP1
 import Synchronization
 
-/// One HTTP transfer shared by coalesced callers: the thin locked shell around ``TransferStateMachine``.
+/// One HTTP transfer shared by coalesced callers: the thin locked shell that performs what
+/// ``TransferStateMachine`` decides.
 ///
-/// The shell owns the bytes, the callers' callbacks and the AsyncHTTPClient task; the state machine decides.
-/// Every event is applied under `inner`'s lock and the resulting actions (callbacks, task cancellation, slot
-/// release) run after it is released. Callbacks never run on a NIO event loop or the Swift cooperative pool: a
-/// transfer with a progress listener has its own serial queue, so a caller always sees its progress before its
-/// completion; callers without progress are completed on the loader's shared queue. Exactly one completion each.
+/// The shell holds only what the machine can't: the callers' callbacks, the bytes, the AsyncHTTPClient task and
+/// the queue of callbacks to run. Every event is applied to the machine under `inner`'s lock; the actions it
+/// returns (sending a hop, failing or cancelling the task, timers, callbacks, giving the slot back) run after the
+/// lock is released.
 ///
-/// A transfer is a series of hops (the request, then each redirect the loader follows itself, see
-/// ``RedirectPolicy``) and, with a retry policy, of attempts; ``TransferPace`` bounds the whole of it in time.
+/// Callbacks: a transfer's progress reports and completions go through one queue (``Deliveries``) that one
+/// thread at a time drains, outside the lock, so they never overlap and a caller's progress always precedes its
+/// completion. The thread that produced them drains it when it is the transfer's event loop (the path of every
+/// completed download: no thread hop until the manager's decode pool); callbacks that a caller's own thread
+/// produces (a late joiner's replay, a cancellation) and every callback when the configuration names a
+/// ``HTTPLoaderConfiguration/callbackQueue`` are drained asynchronously instead, so no callback runs inside
+/// `requestImage` or `cancel()`.
 final class Transfer: Sendable {
     struct Caller: Sendable {
         let progress: (@Sendable (LoadProgress) -> Void)?
@@ -26,41 +31,48 @@ final class Transfer: Sendable {
         let headerCheck: DownloadHeaderCheck?
     }
 
+    /// A callback to run.
+    enum Delivery: Sendable {
+        case progress(@Sendable (LoadProgress) -> Void, LoadProgress)
+        /// Personalized (the caller's response modifier, header check and decryptor) when it runs, outside locks.
+        case completion(
+            Caller, Result<LoadedImageData, ImageError>, personal: ResponseMetadata?, headerCheck: DownloadHeaderCheck?)
+    }
+
+    /// Callbacks waiting behind the one thread that runs them.
+    struct Deliveries: Sendable {
+        var pending: [Delivery] = []
+        var draining = false
+
+        /// Queues `batch`; returns it when the caller must run it (nobody drains), nil when a drain runs already.
+        mutating func claim(_ batch: [Delivery]) -> [Delivery]? {
+            guard !batch.isEmpty else { return nil }
+            if draining {
+                pending.append(contentsOf: batch)
+                return nil
+            }
+            draining = true
+            return batch
+        }
+    }
+
     struct Inner: Sendable {
         var machine: TransferStateMachine
         var callers: [UInt64: Caller] = [:]
         var body = Data()
-        /// The final response after the configuration's response modifier.
-        var response: ResponseMetadata?
-        /// Responses of callers with their own response modifier, decided when the head arrived.
-        var personalResponses: [UInt64: ResponseMetadata] = [:]
-        /// Header checks that have not answered yet, by subscriber.
-        var pendingChecks: [UInt64: DownloadHeaderCheck] = [:]
-        /// What the current hop sends.
-        var hop: ImageRequest
-        /// Every URL requested in this attempt (cycle detection); filled at the first redirect.
-        var visited: Set<String> = []
-        /// The serial queue of this transfer's callbacks, made when the first caller with a progress callback
-        /// joins (its progress must precede its completion); callers without one are completed on the shared
-        /// concurrent queue, which saves a queue per transfer.
-        var callbackQueue: DispatchQueue?
-        var redirects = 0
-        /// Set while the body of a redirect response is drained; the hop to send once it ended.
-        var nextHop: ImageRequest?
-        var redirectBodyBytes = 0
         var task: HTTPClient.Task<Void>?
-        var attempt = 0
-        var startedAt: ContinuousClock.Instant?
-        var pace: TransferPace?
-        /// Bytes received in all hops and attempts (the pace counts them).
-        var wireBytes = 0
-        /// Set by the watchdog: the transfer must end with this error.
-        var abortError: ImageError?
-        var slotReleased = false
+        var deliveries = Deliveries()
+        /// The URL AsyncHTTPClient visited last, when it follows redirects itself (a client given by the user).
+        var lastVisited: URL?
     }
 
-    /// The body of a redirect response is read and dropped (so the connection stays reusable) up to this size.
-    static let maximumRedirectBody = 256 * 1024
+    /// What an ending needs done once the lock is released.
+    struct Settlement: Sendable {
+        let ending: TransferStateMachine.Ending
+        let task: HTTPClient.Task<Void>?
+        /// Deliveries this thread claimed.
+        let batch: [Delivery]?
+    }
 
     let id: UInt64
     let request: TransferRequest
@@ -71,87 +83,69 @@ final class Transfer: Sendable {
         self.id = id
         self.request = request
         self.loader = loader
-        let configuration = loader.configuration
-        inner = Mutex(
-            Inner(
-                machine: TransferStateMachine(
-                    progressByteInterval: configuration.progressByteInterval,
-                    progressTimeInterval: UInt64(max(0, configuration.progressTimeInterval) * 1e9)),
-                hop: request.request))
+        var rules = loader.transferRules
+        rules.timeout = request.timeout
+        inner = Mutex(Inner(machine: TransferStateMachine(request: request.request, rules: rules)))
     }
 
     var url: URL { request.request.url }
 
-    /// Where `inner`'s callbacks go: its serial queue, or the shared one when no caller listens to progress.
-    static func queue(_ inner: Inner) -> DispatchQueue { inner.callbackQueue ?? HTTPLoader.callbackTarget }
-
     // MARK: Callers
 
-    /// Adds a caller; called under the loader's lock, so it only touches this transfer's state.
-    /// Returns the join action, the bytes to replay to a progressive joiner and the number of callers now.
-    func join(_ subscriber: UInt64, caller: Caller, progressive: Bool) -> (
-        TransferStateMachine.JoinAction, Data?, Int
-    ) {
+    /// Adds a caller; called under the loader's lock, so it only touches this transfer's state. Returns nil when
+    /// the transfer ended (the loader then starts a new one), else the callers now and the deliveries the
+    /// caller must drain (``drainLater(_:)``) once the loader's lock is released: a late joiner's replay.
+    func join(_ subscriber: TransferStateMachine.Subscriber, caller: Caller) -> (callers: Int, drain: [Delivery]?)? {
         inner.withLock { inner in
-            let action = inner.machine.join(subscriber, progressive: progressive, wantsProgress: caller.progress != nil)
-            guard case .joined(let replay) = action else { return (action, nil, 0) }
-            inner.callers[subscriber] = caller
-            if caller.progress != nil && inner.callbackQueue == nil {
-                inner.callbackQueue = DispatchQueue(
-                    label: "webimage.httploader.transfer", target: HTTPLoader.callbackTarget)
+            guard case .joined(let replay) = inner.machine.join(subscriber) else { return nil }
+            inner.callers[subscriber.id] = caller
+            var drain: [Delivery]?
+            if let replay, let progress = caller.progress {
+                // Queued under the lock, so nothing the transfer reports later can overtake it.
+                let partial = subscriber.progressive ? inner.body.prefix(replay.received) : nil
+                drain = inner.deliveries.claim([
+                    .progress(
+                        progress,
+                        LoadProgress(
+                            receivedBytes: replay.received, expectedBytes: replay.expected, partialData: partial))
+                ])
             }
-            if let check = caller.headerCheck { inner.pendingChecks[subscriber] = check }
-            let partial = replay != nil && progressive ? inner.body : nil
-            return (action, partial, inner.machine.subscribers.count)
+            return (inner.machine.subscribers.count, drain)
         }
     }
 
-    /// Replays the bytes received so far to a caller that joined late.
-    func deliverReplay(_ report: TransferStateMachine.ProgressReport, partialData: Data?, to subscriber: UInt64) {
-        let (progress, queue) = inner.withLock { ($0.callers[subscriber]?.progress, Self.queue($0)) }
-        guard let progress else { return }
-        queue.async {
-            progress(
-                LoadProgress(receivedBytes: report.received, expectedBytes: report.expected, partialData: partialData))
-        }
+    /// The transfer's priority in the loader's queue (the highest of its callers').
+    var priority: DownloadPriority { inner.withLock { $0.machine.priority } }
+
+    /// Caller `subscriber`'s priority changed; called under the loader's lock. True when the transfer's changed.
+    func setPriority(_ priority: DownloadPriority, of subscriber: UInt64) -> Bool {
+        inner.withLock { $0.machine.setPriority(subscriber, priority) }
     }
 
-    /// A caller cancelled: complete it alone with `cancelled`; if it was the last, cancel the transfer.
+    /// A caller cancelled: complete it alone with `cancelled`; if it was the last, the transfer ends.
     func leave(_ subscriber: UInt64) {
-        drop([subscriber: .cancelled(stage: .download)], abortWith: nil)
+        let outcome = inner.withLock { inner -> (Settlement?, [Delivery]?, Bool)? in
+            let before = inner.machine.priority
+            let action = inner.machine.leave(subscriber)
+            guard let caller = inner.callers.removeValue(forKey: subscriber) else { return nil }
+            var settlement: Settlement?
+            if case .completeSubscriberAndEnd(let ending) = action { settlement = Self.settle(ending, &inner) }
+            let batch = inner.deliveries.claim([
+                .completion(caller, .failure(.cancelled(stage: .download)), personal: nil, headerCheck: nil)
+            ])
+            return (settlement, batch, inner.machine.priority != before)
+        }
+        guard let (settlement, batch, repriced) = outcome else { return }
+        if let settlement { conclude(settlement, inline: false) }
+        if let batch { drainLater(batch) }
+        if repriced { loader.syncQueuePriority(self) }
     }
 
-    /// Completes `failures`' subscribers alone with their errors. When nobody is left the transfer is abandoned:
-    /// with `abortWith` nil the task is cancelled (a caller cancelled); otherwise the caller of this method aborts
-    /// the task with that error itself (a delegate callback returning it). Returns true when nobody is left.
-    @discardableResult
-    func drop(_ failures: [UInt64: ImageError], abortWith error: ImageError?) -> Bool {
-        var dropped: [(Caller, ImageError)] = []
-        var abandoned: (wasQueued: Bool, task: HTTPClient.Task<Void>?)?
-        let queue = inner.withLock { inner in
-            for (subscriber, failure) in failures {
-                let action = inner.machine.leave(subscriber)
-                guard action != .none else { continue }
-                inner.pendingChecks[subscriber] = nil
-                inner.personalResponses[subscriber] = nil
-                if let caller = inner.callers.removeValue(forKey: subscriber) { dropped.append((caller, failure)) }
-                if case .completeSubscriberAndCancelTransfer(let wasQueued) = action {
-                    abandoned = (wasQueued, inner.task)
-                }
-            }
-            return Self.queue(inner)
-        }
-        if let abandoned {
-            loader.transferAbandoned(self, wasQueued: abandoned.wasQueued, cancelled: error == nil)
-            // The running task fails with `cancelled`; its completion releases the slot once the connection is gone.
-            if error == nil { abandoned.task?.cancel() }
-        }
-        if !dropped.isEmpty {
-            queue.async { [dropped] in
-                for (caller, failure) in dropped { caller.completion(.failure(failure)) }
-            }
-        }
-        return abandoned != nil
+    /// The loader ends the transfer (shutdown, cancelling everything or one URL's downloads): every caller
+    /// completes with `error`.
+    func abort(_ error: ImageError) {
+        let settlement = inner.withLock { inner in inner.machine.abort(error).map { Self.settle($0, &inner) } }
+        if let settlement { conclude(settlement, inline: false) }
     }
 
     // MARK: Running
@@ -159,251 +153,209 @@ final class Transfer: Sendable {
     /// The loader's queue granted a slot: send the request, or give the slot back if everyone left meanwhile.
     func start() {
         let now = NIODeadline.now().uptimeNanoseconds
-        let rate = loader.configuration.minimumTransferRate
-        let (action, interval) = inner.withLock { inner -> (TransferStateMachine.StartAction, UInt64?) in
-            let action = inner.machine.slotGranted()
-            guard action == .execute else { return (action, nil) }
-            inner.attempt = 1
-            inner.startedAt = .now
-            let pace = TransferPace(startedAt: now, timeout: request.timeout, rate: rate)
-            inner.pace = pace
-            return (action, pace.isWatched ? pace.checkInterval : nil)
-        }
-        switch action {
-        case .execute:
-            if let interval { loader.watch(within: interval) }
-            execute(attempt: 1)
+        switch inner.withLock({ $0.machine.slotGranted(now: now) }) {
+        case .send(let send, let watchEvery):
+            if let watchEvery { loader.watch(within: watchEvery) }
+            execute(send)
         case .releaseSlot:
-            releaseSlot()
+            loader.transferDone(self, leavesQueue: false, releasesSlot: true)
         }
     }
 
-    /// Sends the current hop of `attempt`.
-    private func execute(attempt: Int) {
-        let (hop, redirects, pendingAbort) = inner.withLock { ($0.hop, $0.redirects, $0.abortError) }
-        if let pendingAbort { return finish(.failure(pendingAbort)) }
-        if redirects == 0 {
-            loader.metrics.requests.increment()
-            loader.events.yield(HTTPLoaderEvent(transferID: id, url: url, kind: .started(attempt: attempt)))
-            loader.logger.debug(
-                "HTTP transfer started",
-                metadata: ["transfer": "\(id)", "url": "\(url.absoluteString)", "attempt": "\(attempt)"])
-        }
+    /// Sends one hop.
+    private func execute(_ send: TransferStateMachine.Send) {
+        if !send.isRedirect { loader.recordStart(of: self, attempt: send.attempt) }
         let client: HTTPClient
         let httpRequest: HTTPClient.Request
         do {
             client = try loader.client(insecure: request.insecure)
+            let hop = send.request
             var headers = HTTPHeaders()
             headers.reserveCapacity(hop.headers.count)
             for (name, value) in hop.headers { headers.add(name: name, value: value) }
             httpRequest = try HTTPClient.Request(
                 url: hop.url, method: HTTPMethod(rawValue: hop.method), headers: headers)
         } catch {
-            finish(.failure(HTTPErrorMapping.imageError(from: error)))
-            return
+            return hopEnded(.failure(error))
         }
         // AsyncHTTPClient logs only at debug and trace, yet attaches request metadata to any logger it is given:
         // with a less verbose logger it gets none (its own disabled one), which saves that work per request.
         let task = client.execute(
             request: httpRequest, delegate: TransferDelegate(transfer: self), eventLoop: .indifferent,
             logger: loader.logger.logLevel <= .debug ? loader.logger : nil)
-        let (abandoned, abortError) = inner.withLock { inner -> (Bool, ImageError?) in
+        let action = inner.withLock { inner -> TransferStateMachine.TaskAction in
             inner.task = task
-            return (inner.machine.isFinished, inner.abortError)
+            return inner.machine.taskStarted()
         }
-        if abandoned {
-            task.cancel()
-        } else if let abortError {
-            task.fail(reason: abortError)
+        switch action {
+        case .none: break
+        case .cancel: task.cancel()
+        case .fail(let error): task.fail(reason: error)
         }
-        task.futureResult.whenComplete { result in self.hopEnded(result, attempt: attempt) }
+        task.futureResult.whenComplete { result in self.hopEnded(result) }
     }
 
-    /// The watchdog's tick: ends the transfer when its deadline passed or it is too slow. Returns when to be
-    /// checked next (nanoseconds), or nil when the transfer no longer needs watching.
+    /// A hop's task ended (on its event loop).
+    private func hopEnded(_ result: Result<Void, any Error>) {
+        let jitter = result.isSuccess ? 1 : Double.random(in: 0.8...1.2)
+        let (action, settlement) = inner.withLock { inner -> (TransferStateMachine.HopEndAction, Settlement?) in
+            inner.task = nil
+            let action: TransferStateMachine.HopEndAction
+            switch result {
+            case .success: action = inner.machine.hopSucceeded()
+            case .failure(let error):
+                action = inner.machine.hopFailed(HTTPErrorMapping.imageError(from: error), jitter: jitter)
+            }
+            if case .end(let ending) = action { return (action, Self.settle(ending, &inner)) }
+            return (action, nil)
+        }
+        perform(action, settlement)
+    }
+
+    private func perform(_ action: TransferStateMachine.HopEndAction, _ settlement: Settlement?) {
+        switch action {
+        case .none:
+            break
+        case .send(let send):
+            execute(send)
+        case .retry(let attempt, let delay, let error):
+            loader.recordRetry(of: self, attempt: attempt, delay: Double(delay) / 1e9, error: error)
+            loader.eventLoop.scheduleTask(in: .nanoseconds(Int64(clamping: delay))) { self.retryDue() }
+        case .end:
+            if let settlement { conclude(settlement, inline: true) }
+        case .releaseSlot:
+            loader.transferDone(self, leavesQueue: false, releasesSlot: true)
+        }
+    }
+
+    private func retryDue() {
+        let action = inner.withLock { $0.machine.retryDue() }
+        perform(action, nil)
+    }
+
+    /// The watchdog's tick (on the loader's event loop): ends the transfer when its deadline passed or it is too
+    /// slow. Returns when to be checked next (nanoseconds), or nil when it no longer needs watching.
     func enforcePace(now: UInt64) -> UInt64? {
-        let (verdict, task, interval) = inner.withLock {
-            inner -> (TransferPace.Verdict, HTTPClient.Task<Void>?, UInt64?) in
-            guard !inner.machine.isFinished, inner.abortError == nil, var pace = inner.pace else {
-                return (.ok, nil, nil)
-            }
-            let verdict = pace.check(now: now, totalBytes: inner.wireBytes)
-            inner.pace = pace
-            guard verdict == .ok else {
-                inner.abortError = Self.paceError(verdict)
-                return (verdict, inner.task, nil)
-            }
-            return (.ok, nil, pace.checkInterval)
+        let (action, task, settlement) = inner.withLock {
+            inner -> (TransferStateMachine.PaceAction, HTTPClient.Task<Void>?, Settlement?) in
+            let action = inner.machine.paceCheck(now: now)
+            if case .end(let ending) = action { return (action, nil, Self.settle(ending, &inner)) }
+            return (action, inner.task, nil)
         }
-        guard verdict != .ok else { return interval }
-        let error = Self.paceError(verdict)
-        loader.logger.debug(
-            "HTTP transfer too slow",
-            metadata: ["transfer": "\(id)", "url": "\(url.absoluteString)", "error": "\(error)"])
-        if let task {
-            task.fail(reason: error)
-        } else {
-            // Between hops or waiting for a retry: no task to fail, end here (a later hop start sees it finished).
-            finish(.failure(error))
-        }
-        return nil
-    }
-
-    private static func paceError(_ verdict: TransferPace.Verdict) -> ImageError {
-        switch verdict {
-        case .ok:
-            return ImageError(.timedOut, stage: .download)
-        case .deadlineExceeded(let seconds):
-            return ImageError(.timedOut, stage: .download, message: "the transfer took longer than \(seconds) s")
-        case .tooSlow(let bytes, let seconds):
-            return ImageError(
-                .timedOut, stage: .download,
-                message: "too slow: \(bytes) bytes in the last \((seconds * 1000).rounded() / 1000) s")
+        switch action {
+        case .checkAgain(let interval):
+            return interval
+        case .stopWatching:
+            return nil
+        case .failTask(let error):
+            loader.logger.debug(
+                "HTTP transfer too slow",
+                metadata: ["transfer": "\(id)", "url": "\(url.absoluteString)", "error": "\(error)"])
+            // Without a task yet, `taskStarted` fails the one being created.
+            task?.fail(reason: error)
+            return nil
+        case .end:
+            if let settlement { conclude(settlement, inline: true) }
+            return nil
         }
     }
 
     // MARK: Ending
 
-    private func hopEnded(_ result: Result<Void, any Error>, attempt: Int) {
-        switch result {
-        case .success:
-            let (next, response, body) = inner.withLock { inner -> (ImageRequest?, ResponseMetadata?, Data) in
-                guard let next = inner.nextHop else { return (nil, inner.response, inner.body) }
-                inner.nextHop = nil
-                inner.redirectBodyBytes = 0
-                inner.redirects += 1
-                if inner.visited.isEmpty { inner.visited.insert(self.request.key.url) }
-                inner.visited.insert(next.url.absoluteString)
-                inner.hop = next
-                inner.response = nil
-                inner.task = nil
-                return (next, nil, Data())
-            }
-            if next != nil { return execute(attempt: attempt) }
-            guard let response else {
-                finish(.failure(ImageError(.invalidDownloadResponse, stage: .download, message: "no response head")))
-                return
-            }
-            if response.statusCode == 304 {
-                finish(
-                    .failure(
-                        ImageError(.cacheNotModified, stage: .download, message: "304 Not Modified", statusCode: 304)))
-            } else if let expected = response.expectedContentLength, expected != body.count {
-                // AsyncHTTPClient reports short bodies itself; this guards against a silent truncation anyway.
-                finish(
-                    .failure(
-                        ImageError(
-                            .downloadFailed, stage: .download, message: "received \(body.count) of \(expected) bytes")))
-            } else {
-                finish(.success(LoadedImageData(data: body, response: response)))
-            }
-        case .failure(let error):
-            let mapped = inner.withLock { $0.abortError } ?? HTTPErrorMapping.imageError(from: error)
-            if let delay = retryDelay(after: mapped, attempt: attempt) {
-                scheduleRetry(attempt: attempt + 1, delay: delay, error: mapped)
-            } else {
-                finish(.failure(mapped))
-            }
-        }
-    }
-
-    private func retryDelay(after error: ImageError, attempt: Int) -> Double? {
-        guard let policy = loader.configuration.retry, attempt < policy.maxAttempts else { return nil }
-        let retryable =
-            (error.code == .invalidDownloadStatusCode && (error.statusCode ?? 0) >= 500)
-            || HTTPErrorMapping.isRetryableTransportError(error)
-        guard retryable else { return nil }
-        let eligible = inner.withLock { !$0.machine.isFinished && $0.body.isEmpty && $0.abortError == nil }
-        return eligible ? policy.delay(beforeRetry: attempt) : nil
-    }
-
-    private func scheduleRetry(attempt: Int, delay: Double, error: ImageError) {
-        loader.events.yield(
-            HTTPLoaderEvent(transferID: id, url: url, kind: .retrying(attempt: attempt, delay: delay, error: error)))
-        loader.logger.debug(
-            "HTTP transfer retrying",
-            metadata: ["transfer": "\(id)", "url": "\(url.absoluteString)", "error": "\(error.code)"])
-        loader.eventLoop.scheduleTask(in: .nanoseconds(Int64(delay * 1e9))) {
-            let proceed = self.inner.withLock { inner -> Bool in
-                guard !inner.machine.isFinished, inner.abortError == nil else { return false }
-                inner.machine.restart()
-                inner.attempt = attempt
-                inner.response = nil
-                inner.personalResponses = [:]
-                inner.hop = self.request.request
-                inner.visited = []
-                inner.redirects = 0
-                inner.nextHop = nil
-                inner.task = nil
-                return true
-            }
-            if proceed {
-                self.execute(attempt: attempt)
-            } else {
-                self.finish(.failure(self.inner.withLock { $0.abortError } ?? .cancelled(stage: .download)))
-            }
-        }
-    }
-
-    /// Completes every remaining caller with `result`, reports the outcome and releases the slot.
-    func finish(_ result: Result<LoadedImageData, ImageError>) {
-        let (ended, callers, startedAt, checks, bytes, queue) = inner.withLock { inner in
-            let ended = inner.machine.finish(succeeded: (try? result.get()) != nil)
-            let callers = ended.complete.compactMap { subscriber in
-                inner.callers.removeValue(forKey: subscriber.id).map {
-                    (
-                        id: subscriber.id, caller: $0, progressive: subscriber.progressive,
-                        personal: inner.personalResponses[subscriber.id]
-                    )
+    /// Under the lock: takes the ending's callers out and queues their completions (and a last progress report).
+    static func settle(_ ending: TransferStateMachine.Ending, _ inner: inout Inner) -> Settlement {
+        var batch: [Delivery] = []
+        let data = inner.body
+        if case .success = ending.result {
+            inner.body = Data()
+            if let report = ending.finalReport {
+                for listener in report.listeners {
+                    guard let progress = inner.callers[listener.id]?.progress else { continue }
+                    batch.append(
+                        .progress(
+                            progress,
+                            LoadProgress(
+                                receivedBytes: report.received, expectedBytes: report.expected,
+                                partialData: listener.progressive ? data : nil)))
                 }
             }
-            let checks = inner.pendingChecks
-            inner.pendingChecks = [:]
-            inner.personalResponses = [:]
-            return (ended, callers, inner.startedAt, checks, inner.wireBytes, Self.queue(inner))
         }
-        let duration = startedAt.map { ContinuousClock.now - $0 } ?? .zero
-        report(result, duration: duration, bytes: bytes, abandoned: ended.complete.isEmpty)
-        releaseSlot()
-        guard !callers.isEmpty else { return }
-        queue.async {
-            if let finalReport = ended.finalReport, case .success(let loaded) = result {
-                for (_, caller, progressive, _) in callers {
-                    caller.progress?(
-                        LoadProgress(
-                            receivedBytes: finalReport.received, expectedBytes: finalReport.expected,
-                            partialData: progressive ? loaded.data : nil))
+        let result = ending.result.map { LoadedImageData(data: data, response: $0) }
+        for subscriber in ending.complete {
+            guard let caller = inner.callers.removeValue(forKey: subscriber.id) else { continue }
+            batch.append(
+                .completion(
+                    caller, result, personal: subscriber.personalResponse,
+                    headerCheck: subscriber.awaitsHeaderCheck ? caller.headerCheck : nil))
+        }
+        return Settlement(
+            ending: ending, task: ending.cancelsTask ? inner.task : nil, batch: inner.deliveries.claim(batch))
+    }
+
+    /// Outside the lock: reports the outcome, cancels the task, gives the slot back and runs the callbacks.
+    func conclude(_ settlement: Settlement, inline: Bool) {
+        let ending = settlement.ending
+        report(ending)
+        settlement.task?.cancel()
+        loader.transferDone(self, leavesQueue: ending.leavesQueue, releasesSlot: ending.releasesSlot)
+        guard let batch = settlement.batch else { return }
+        if inline && loader.callbackQueue == nil {
+            drain(batch)
+        } else {
+            drainLater(batch)
+        }
+    }
+
+    // MARK: Deliveries
+
+    /// Runs `batch` and whatever is queued behind it on the configured callback queue, else a Dispatch queue.
+    func drainLater(_ batch: [Delivery]) {
+        (loader.callbackQueue ?? HTTPLoader.callbackTarget).async { self.drain(batch) }
+    }
+
+    /// Runs deliveries on this thread until the queue is empty (this thread claimed it).
+    func drain(_ first: [Delivery]) {
+        var batch = first
+        while true {
+            for delivery in batch { run(delivery) }
+            batch = inner.withLock { inner in
+                guard !inner.deliveries.pending.isEmpty else {
+                    inner.deliveries.draining = false
+                    return []
                 }
+                defer { inner.deliveries.pending = [] }
+                return inner.deliveries.pending
             }
-            for (id, caller, _, personal) in callers {
-                caller.completion(
-                    Self.personalize(
-                        result, for: caller, personalResponse: personal, headerCheck: checks[id],
-                        acceptable: self.loader.responseValidator))
-            }
+            if batch.isEmpty { return }
         }
     }
 
-    /// Gives the slot back to the loader's queue, once.
-    private func releaseSlot() {
-        let first = inner.withLock { inner -> Bool in
-            defer { inner.slotReleased = true }
-            return !inner.slotReleased
+    /// Queues deliveries made on an event loop of this transfer and runs them here when nobody else does.
+    func deliver(_ batch: [Delivery]) {
+        guard let claimed = inner.withLock({ $0.deliveries.claim(batch) }) else { return }
+        if loader.callbackQueue == nil {
+            drain(claimed)
+        } else {
+            drainLater(claimed)
         }
-        if first { loader.transferEnded(self) }
     }
 
-    /// Shutdown: fails every caller with `cancelled` and cancels the task.
-    func abort() {
-        let (callers, task, queue) = inner.withLock { inner in
-            let ended = inner.machine.finish(succeeded: false)
-            let callers = ended.complete.compactMap { inner.callers.removeValue(forKey: $0.id) }
-            return (callers, inner.task, Self.queue(inner))
+    private func run(_ delivery: Delivery) {
+        switch delivery {
+        case .progress(let progress, let report):
+            progress(report)
+        case .completion(let caller, let result, let personal, let headerCheck):
+            caller.completion(
+                Self.personalize(
+                    result, for: caller, personalResponse: personal, headerCheck: headerCheck,
+                    acceptable: loader.responseValidator))
         }
-        task?.cancel()
-        guard !callers.isEmpty else { return }
-        queue.async {
-            for caller in callers { caller.completion(.failure(.cancelled(stage: .download))) }
-        }
+    }
+}
+
+extension Result {
+    var isSuccess: Bool {
+        if case .success = self { return true }
+        return false
     }
 }

@@ -49,7 +49,11 @@ enum JPEGDecoder {
             let target = swap ? PixelSize(width: shown.height, height: shown.width) : shown
             let factor = scalingFactor(width: header.width, height: header.height, target: target)
 
-            var pixels = try decompress(bytes, header: header, factor: factor, tj: tj, adobe: markers.hasAdobe)
+            // CMYK reaches the colour converter as CMYK (an RGB buffer would have lost it); see ColorConversion.
+            let cmykConverter = header.isCMYK && options.convertToSRGB ? ColorConversion.converter : nil
+            var pixels = try decompress(
+                bytes, header: header, factor: factor, tj: tj, adobe: markers.hasAdobe,
+                cmyk: cmykConverter.map { ($0, markers.iccProfile) })
             let report = JPEGDecodeReport(
                 sourceWidth: header.width, sourceHeight: header.height, decodedWidth: pixels.width,
                 decodedHeight: pixels.height, scaleNumerator: factor.num, scaleDenominator: factor.denom)
@@ -59,7 +63,8 @@ enum JPEGDecoder {
             if rotate { pixels = pixels.oriented(orientation) }
             let metadata = ImageMetadata(
                 orientation: rotate ? .up : orientation, sourceOrientation: orientation,
-                iccProfile: markers.iccProfile, exif: markers.exif, sourcePixelWidth: header.width,
+                iccProfile: cmykConverter == nil ? markers.iccProfile : nil, exif: markers.exif,
+                sourcePixelWidth: header.width,
                 sourcePixelHeight: header.height, isPartial: isPartial)
             return (Image(pixels: pixels, format: .jpeg, metadata: metadata), report)
         }
@@ -86,10 +91,11 @@ enum JPEGDecoder {
     /// TurboJPEG's TJSCALED: ceil(dimension * num / denom).
     static func scaled(_ dimension: Int, _ num: Int, _ denom: Int) -> Int { (dimension * num + denom - 1) / denom }
 
-    /// Runs `tjDecompress2` at `factor` into a fresh buffer, converting CMYK to RGB.
+    /// Runs `tjDecompress2` at `factor` into a fresh buffer, converting CMYK to RGB: through `cmyk`'s converter
+    /// and profile when given, else with the naive formula.
     private static func decompress(
         _ bytes: UnsafeRawBufferPointer, header: JPEGHeader, factor: (num: Int, denom: Int), tj: TurboJPEG,
-        adobe: Bool
+        adobe: Bool, cmyk: (converter: any ColorConverter, profile: [UInt8]?)? = nil
     ) throws -> PixelBuffer {
         let width = scaled(header.width, factor.num, factor.denom)
         let height = scaled(header.height, factor.num, factor.denom)
@@ -114,6 +120,15 @@ enum JPEGDecoder {
             }
         }
         if let failure { throw failure }
+        if header.isCMYK, let cmyk {
+            let samples = try ColorSamples(
+                width: width, height: height, model: .cmyk, bitsPerSample: 8, isInverted: adobe, bytes: raw)
+            do {
+                return try cmyk.converter.convertToSRGB(samples, iccProfile: cmyk.profile)
+            } catch {
+                throw ImageError.wrap(error, as: .badImageData, stage: .decode)
+            }
+        }
         if header.isCMYK {
             return try PixelBuffer(
                 width: width, height: height, layout: .rgb8,

@@ -57,7 +57,9 @@ enum JPEGEncoder {
             }
             best = fitting ?? smallest
         }
-        return withMetadataSegments(best, metadata: image.metadata)
+        var metadata = image.metadata
+        metadata.iccProfile = metadata.iccProfile(for: pixels.layout)  // never a CMYK profile on RGB pixels
+        return withMetadataSegments(best, metadata: metadata)
     }
 
     private static func compress(

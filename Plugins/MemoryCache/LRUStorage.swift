@@ -12,6 +12,17 @@ final class MemoryEntryExtras: Sendable {
     }
 }
 
+/// The limits a ``MemoryCache`` enforces now; kept with the entries, under the same lock, so a change and the
+/// eviction it causes happen together.
+struct MemoryCacheLimits: Equatable {
+    var cost: Int
+    var count: Int
+    var maxEntryCost: Int
+
+    /// The largest entry admitted: never more than the cost limit.
+    var effectiveMaxEntryCost: Int { min(maxEntryCost, cost) }
+}
+
 /// A weak reference to an evicted image, for the weak table.
 struct WeakImage {
     weak var image: Image?
@@ -37,6 +48,8 @@ struct LRUStorage {
         var next: Int
     }
 
+    /// The cost, count and entry limits in force.
+    var limits: MemoryCacheLimits
     private(set) var index: [String: Int] = [:]
     private(set) var slots: ContiguousArray<Slot> = []
     private var freeSlots: [Int] = []
@@ -51,6 +64,8 @@ struct LRUStorage {
     private var weakPruneThreshold = 64
 
     var count: Int { index.count }
+
+    init(limits: MemoryCacheLimits) { self.limits = limits }
 
     // MARK: Lookup
 
@@ -130,6 +145,11 @@ struct LRUStorage {
             if keepWeak { remember(key, WeakImage(image: image, extras: extras, cost: cost, expiry: expiry)) }
             dropped.append(image)
         }
+    }
+
+    /// Evicts least recently used entries until the limits in force hold.
+    mutating func evictToLimits(keepWeak: Bool, dropped: inout [Image]) {
+        evict(toCost: limits.cost, toCount: limits.count, keepWeak: keepWeak, dropped: &dropped)
     }
 
     /// Removes every stale entry; images go to `dropped`.

@@ -9,6 +9,9 @@ import Synchronization
 /// Cost of an entry is ``ImageCore/Image/memoryCost`` (plus the stored bytes when
 /// ``MemoryCacheConfiguration/keepsData``). Every operation is O(1) except trims, which are O(evicted).
 ///
+/// The cost and count limits can be changed while the cache runs (``costLimit``, ``countLimit``,
+/// ``maxEntryCost``, ``setCostLimit(forMemoryLimit:)``); lowering one evicts down to it before the setter returns.
+///
 /// Threading: thread-safe and synchronous. Every method, including the ``ImageCore/ImageCacheProtocol``
 /// ones, answers on the caller's thread before returning. The state sits behind one `Mutex` held only for
 /// dictionary and list updates: completions run after it is released, and evicted images are released after
@@ -20,11 +23,18 @@ public final class MemoryCache: ImageCacheProtocol, Sendable {
     /// A process-wide cache with the default configuration.
     public static let shared = MemoryCache()
 
-    /// The limits this cache enforces.
-    public let configuration: MemoryCacheConfiguration
+    /// The configuration this cache was created with, with the cost, count and entry limits in force now.
+    public var configuration: MemoryCacheConfiguration {
+        let limits = state.withLock { $0.limits }
+        var current = initialConfiguration
+        current.costLimit = limits.cost
+        current.countLimit = limits.count
+        current.maxEntryCost = limits.maxEntryCost
+        return current
+    }
 
-    private let state = Mutex(LRUStorage())
-    private let maxEntryCost: Int
+    private let initialConfiguration: MemoryCacheConfiguration
+    private let state: Mutex<LRUStorage>
     private let ttlNanoseconds: UInt64?
     /// Monotonic nanoseconds; replaceable so tests can move time.
     private let clock: @Sendable () -> UInt64
@@ -36,8 +46,12 @@ public final class MemoryCache: ImageCacheProtocol, Sendable {
 
     /// Creates a cache with a custom monotonic clock (tests).
     init(configuration: MemoryCacheConfiguration, clock: @escaping @Sendable () -> UInt64) {
-        self.configuration = configuration
-        self.maxEntryCost = min(configuration.maxEntryCost, configuration.costLimit)
+        initialConfiguration = configuration
+        state = Mutex(
+            LRUStorage(
+                limits: MemoryCacheLimits(
+                    cost: configuration.costLimit, count: configuration.countLimit,
+                    maxEntryCost: configuration.maxEntryCost)))
         self.ttlNanoseconds = configuration.timeToLive.map { ttl in
             let (seconds, attoseconds) = ttl.components
             guard seconds >= 0 else { return 0 }
@@ -62,7 +76,7 @@ public final class MemoryCache: ImageCacheProtocol, Sendable {
 
     private func lookup(_ key: String) -> (image: Image, extras: MemoryEntryExtras?)? {
         let now = ttlNanoseconds == nil ? 0 : clock()
-        let useWeak = configuration.shouldUseWeakMemoryCache
+        let useWeak = initialConfiguration.shouldUseWeakMemoryCache
         var dropped: [Image] = []
         let found = state.withLock { storage -> (Image, MemoryEntryExtras?)? in
             if let hit = storage.lookup(key, now: now, dropped: &dropped) { return hit }
@@ -70,8 +84,7 @@ public final class MemoryCache: ImageCacheProtocol, Sendable {
             storage.insert(
                 key, image: revived.image, extras: revived.entry.extras, cost: revived.entry.cost,
                 expiry: revived.entry.expiry, dropped: &dropped)
-            storage.evict(
-                toCost: configuration.costLimit, toCount: configuration.countLimit, keepWeak: true, dropped: &dropped)
+            storage.evictToLimits(keepWeak: true, dropped: &dropped)
             return (revived.image, revived.entry.extras)
         }
         withExtendedLifetime(dropped) {}
@@ -81,20 +94,16 @@ public final class MemoryCache: ImageCacheProtocol, Sendable {
     /// Stores `image` under `key`, evicting least recently used entries to stay within the limits.
     ///
     /// `data` is kept only when ``MemoryCacheConfiguration/keepsData``. An image whose cost exceeds
-    /// ``MemoryCacheConfiguration/maxEntryCost`` is not stored and removes any older entry for `key`.
+    /// ``maxEntryCost`` (or ``costLimit``) is not stored and removes any older entry for `key`.
     /// - Returns: false when the image was refused by the per-entry cap.
     @discardableResult
     public func setImage(
         _ image: Image, forKey key: String, data: Data? = nil, metadata: CacheEntryMetadata? = nil
     ) -> Bool {
-        let keptData = configuration.keepsData ? data : nil
+        let keptData = initialConfiguration.keepsData ? data : nil
         let cost = image.memoryCost + (keptData?.count ?? 0)
         var dropped: [Image] = []
         defer { withExtendedLifetime(dropped) {} }
-        guard cost <= maxEntryCost else {
-            if let old = state.withLock({ $0.remove(key) }) { dropped.append(old) }
-            return false
-        }
         let extras = keptData == nil && metadata == nil ? nil : MemoryEntryExtras(data: keptData, metadata: metadata)
         let expiry: UInt64
         if let ttlNanoseconds {
@@ -103,14 +112,77 @@ public final class MemoryCache: ImageCacheProtocol, Sendable {
         } else {
             expiry = .max
         }
-        let keepWeak = configuration.shouldUseWeakMemoryCache
-        state.withLock { storage in
+        let keepWeak = initialConfiguration.shouldUseWeakMemoryCache
+        return state.withLock { storage in
+            guard cost <= storage.limits.effectiveMaxEntryCost else {
+                if let old = storage.remove(key) { dropped.append(old) }
+                return false
+            }
             storage.insert(key, image: image, extras: extras, cost: cost, expiry: expiry, dropped: &dropped)
-            storage.evict(
-                toCost: configuration.costLimit, toCount: configuration.countLimit, keepWeak: keepWeak,
-                dropped: &dropped)
+            storage.evictToLimits(keepWeak: keepWeak, dropped: &dropped)
+            return true
         }
-        return true
+    }
+
+    // MARK: Limits at run time
+
+    /// Total cost the cache holds at most (SDWebImage's `SDImageCacheConfig.maxMemoryCost`, `NSCache`'s
+    /// `totalCostLimit`); starts as ``MemoryCacheConfiguration/costLimit``.
+    ///
+    /// Setting it applies at once: a lower limit evicts least recently used entries down to it before the setter
+    /// returns (evicted images go to the weak table when it is on). ``maxEntryCost`` is not changed, but an entry
+    /// is never admitted above the cost limit. Thread-safe; negative values mean 0.
+    public var costLimit: Int {
+        get { state.withLock { $0.limits.cost } }
+        set { updateLimits { $0.cost = max(0, newValue) } }
+    }
+
+    /// Number of entries the cache holds at most, `Int.max` for no limit (SDWebImage's
+    /// `SDImageCacheConfig.maxMemoryCount`, `NSCache`'s `countLimit`); starts as
+    /// ``MemoryCacheConfiguration/countLimit``.
+    ///
+    /// Setting it applies at once: a lower limit evicts least recently used entries down to it before the setter
+    /// returns. Thread-safe; negative values mean 0.
+    public var countLimit: Int {
+        get { state.withLock { $0.limits.count } }
+        set { updateLimits { $0.count = max(0, newValue) } }
+    }
+
+    /// Largest cost of one entry (never more than ``costLimit`` in effect); starts as
+    /// ``MemoryCacheConfiguration/maxEntryCost``. Applies to later stores: entries already held stay.
+    /// Thread-safe; negative values mean 0.
+    public var maxEntryCost: Int {
+        get { state.withLock { $0.limits.maxEntryCost } }
+        set { updateLimits { $0.maxEntryCost = max(0, newValue) } }
+    }
+
+    /// Sizes the cache for a process that may now use `memoryLimit` bytes, as the default configuration would:
+    /// the cost limit becomes ``MemoryCacheConfiguration/defaultCostLimit(forMemoryLimit:)`` and the largest entry
+    /// a quarter of it, evicting at once when that is lower.
+    ///
+    /// For a service whose memory limit changes while it runs (a container resized in place, a systemd
+    /// `MemoryMax=` changed with `systemctl set-property`): call it with
+    /// ``MemoryCacheConfiguration/processMemoryLimit`` when told of the change, or from a periodic check.
+    /// - Returns: the new cost limit.
+    @discardableResult
+    public func setCostLimit(forMemoryLimit memoryLimit: UInt64) -> Int {
+        let cost = MemoryCacheConfiguration.defaultCostLimit(forMemoryLimit: memoryLimit)
+        updateLimits {
+            $0.cost = cost
+            $0.maxEntryCost = cost / 4
+        }
+        return cost
+    }
+
+    /// Changes the limits and evicts down to them in one critical section.
+    private func updateLimits(_ change: (inout MemoryCacheLimits) -> Void) {
+        let keepWeak = initialConfiguration.shouldUseWeakMemoryCache
+        var dropped: [Image] = []
+        state.withLock { storage in
+            change(&storage.limits)
+            storage.evictToLimits(keepWeak: keepWeak, dropped: &dropped)
+        }
+        withExtendedLifetime(dropped) {}
     }
 
     /// Removes the entry for `key` (and its weak-table entry).
@@ -131,16 +203,16 @@ public final class MemoryCache: ImageCacheProtocol, Sendable {
         withExtendedLifetime(old) {}
     }
 
-    /// Evicts least recently used entries until the total cost is at most `cost`.
+    /// Evicts least recently used entries until the total cost is at most `cost`, once (the limit stays).
     ///
     /// Evicted images go to the weak table when it is on (they are "memory pressure" evictions).
     public func trim(toCost cost: Int) {
-        trim(cost: max(0, cost), count: configuration.countLimit)
+        trim(cost: max(0, cost), count: nil)
     }
 
-    /// Evicts least recently used entries until at most `count` remain.
+    /// Evicts least recently used entries until at most `count` remain, once (the limit stays).
     public func trim(toCount count: Int) {
-        trim(cost: configuration.costLimit, count: max(0, count))
+        trim(cost: nil, count: max(0, count))
     }
 
     /// Removes every entry older than ``MemoryCacheConfiguration/timeToLive`` (stale entries are also dropped
@@ -159,10 +231,14 @@ public final class MemoryCache: ImageCacheProtocol, Sendable {
     /// Number of entries held (not counting the weak table).
     public var count: Int { state.withLock { $0.count } }
 
-    private func trim(cost: Int, count: Int) {
-        let keepWeak = configuration.shouldUseWeakMemoryCache
+    private func trim(cost: Int?, count: Int?) {
+        let keepWeak = initialConfiguration.shouldUseWeakMemoryCache
         var dropped: [Image] = []
-        state.withLock { $0.evict(toCost: cost, toCount: count, keepWeak: keepWeak, dropped: &dropped) }
+        state.withLock { storage in
+            storage.evict(
+                toCost: min(cost ?? .max, storage.limits.cost), toCount: min(count ?? .max, storage.limits.count),
+                keepWeak: keepWeak, dropped: &dropped)
+        }
         withExtendedLifetime(dropped) {}
     }
 

@@ -34,7 +34,7 @@ enum PNGEncoder {
         case .best:
             (level, filters) = (9, PNG_FILTER_NONE | PNG_FILTER_SUB | PNG_FILTER_UP | PNG_FILTER_AVG | PNG_FILTER_PAETH)
         }
-        let icc = image.metadata.iccProfile ?? []
+        let icc = image.metadata.iccProfile(for: pixels.layout) ?? []  // libpng refuses a profile of another space
         var out = pngshim_buffer()
         defer { pngshim_buffer_free(&out) }
         var message = [CChar](repeating: 0, count: 256)

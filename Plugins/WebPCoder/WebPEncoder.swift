@@ -61,13 +61,17 @@ enum WebPEncoder {
                     rgba: converted.rgba, size: size, hasAlpha: converted.hasAlpha, duration: frame.duration))
         }
         let hasAlpha = frames.contains { $0.hasAlpha }
+        let profile = image.metadata.iccProfile(for: .rgba8)  // pixels that aren't sRGB keep their profile
         func attempt(quality: Float) throws(ImageError) -> [UInt8] {
             let config = try makeConfig(quality: quality, options: options)
             if frames.count == 1 {
-                return try encodeStill(
-                    frames[0].rgba, size: frames[0].size, target: target, hasAlpha: hasAlpha, config: config)
+                return try WebPICCProfile.embedding(
+                    profile,
+                    in: encodeStill(
+                        frames[0].rgba, size: frames[0].size, target: target, hasAlpha: hasAlpha, config: config))
             }
-            return try encodeAnimation(frames, target: target, loopCount: image.loopCount, config: config)
+            return try WebPICCProfile.embedding(
+                profile, in: encodeAnimation(frames, target: target, loopCount: image.loopCount, config: config))
         }
         let quality = Float(min(max(options.quality, 0), 1) * 100)
         let first = try attempt(quality: quality)

@@ -15,7 +15,9 @@ enum WebPFrameCount {
                 let size =
                     Int(bytes[offset + 4]) | Int(bytes[offset + 5]) << 8 | Int(bytes[offset + 6]) << 16
                     | Int(bytes[offset + 7]) << 24
-                if bytes[offset] == 0x41, bytes[offset + 1] == 0x4E, bytes[offset + 2] == 0x4D, bytes[offset + 3] == 0x46 {
+                if bytes[offset] == 0x41, bytes[offset + 1] == 0x4E, bytes[offset + 2] == 0x4D,
+                    bytes[offset + 3] == 0x46
+                {
                     frames += 1  // "ANMF"
                 }
                 let padded = size + (size & 1)

@@ -1,6 +1,8 @@
 @_exported import AVIFCoder
+@_exported import ColorManagement
 @_exported import DiskCache
 @_exported import GIFCoder
+@_exported import HEIFCoder
 @_exported import HTTPLoader
 @_exported import ImageCore
 @_exported import ImageTransformers
@@ -25,7 +27,9 @@ private let registration = Locked<DefaultPlugins?>(nil)
 
 /// Registers every plugin of the SDK for users who want everything with one call.
 ///
-/// Adds the PNG, JPEG, WebP, GIF and AVIF coders to ``CodersManager/shared``; sets ``ImageManager/defaultImageCache``
+/// Adds the PNG, JPEG, WebP, GIF, AVIF and HEIF coders to ``CodersManager/shared``; registers
+/// ``LCMSColorConverter/shared`` with ``ColorConversion`` (conversion stays off until a load sets
+/// ``ImageDecodeOptions/convertToSRGB``); sets ``ImageManager/defaultImageCache``
 /// to a ``CachesManager`` of `memoryCache` then `diskCache`; adds `httpLoader` to ``LoadersManager/shared``
 /// (beside the file and `data:` loaders) and makes that the default loader. Call it before the first use of
 /// ``ImageManager/shared``. Calling it again returns the first registration and changes nothing.
@@ -36,10 +40,11 @@ public func registerDefaultPlugins(
     registration.withLock { current in
         if let current { return current }
         for coder: any ImageCoder in [
-            PNGCoder.shared, JPEGCoder.shared, WebPCoder.shared, GIFCoder.shared, AVIFCoder.shared,
+            PNGCoder.shared, JPEGCoder.shared, WebPCoder.shared, GIFCoder.shared, AVIFCoder.shared, HEIFCoder.shared,
         ] {
             CodersManager.shared.addCoder(coder)
         }
+        ColorConversion.register(LCMSColorConverter.shared)
         let cache = CachesManager([memoryCache, diskCache])
         LoadersManager.shared.addLoader(httpLoader)
         ImageManager.defaultImageCache = cache

@@ -7,7 +7,8 @@ import Testing
 
 @_spi(Fuzzing) @testable import DiskCache
 
-/// Two processes writing, reading and sweeping one directory: this test re-runs its own test binary
+/// Two processes writing, reading, sweeping and changing extended data in one directory: this test re-runs its
+/// own test binary
 /// (`/proc/self/exe`) with `DISKCACHE_WORKER_DIR` set, which enables the worker test in the child only.
 /// Each process does `DISKCACHE_MP_OPERATIONS` (1,000) stores and sweeps while its reader verifies entries
 /// until the writer is done; set it to 50,000 for the long version. No step depends on time.
@@ -36,13 +37,19 @@ struct DiskCacheMultiProcessTests {
                 directory, maxDiskSize: limit, sweepInterval: 0.5, sweepAfterBytesWritten: sweepAfter, granularity: 1))
     }
 
-    /// Checks an entry against the pool body its etag names.
+    /// The extended data a store of pool body `index` carries (every other store carries none).
+    static func extendedData(_ index: Int) -> Data { Data("extended data of body \(index)".utf8) }
+
+    /// Checks an entry against the pool body its etag names, and its extended data (none, or its body's).
     static func verify(_ entry: DiskCacheEntry) -> String? {
         guard let index = entry.metadata.etag.flatMap(Int.init), bodies.indices.contains(index) else {
             return "bad etag \(entry.metadata.etag ?? "nil")"
         }
         guard entry.data == bodies[index] else {
             return "body does not match etag \(index) (\(entry.data.count) bytes)"
+        }
+        if let extended = entry.metadata.extendedData, extended != extendedData(index) {
+            return "extended data \(String(decoding: extended, as: UTF8.self)) on body \(index)"
         }
         return nil
     }
@@ -77,12 +84,22 @@ struct DiskCacheMultiProcessTests {
         var stats = Stats()
         for operation in 1...max(1, operations) {
             let key = "https://example.com/shared/\(random.next() % keyCount).png"
-            if random.next() % 50 == 0 {
+            let choice = random.next() % 50
+            if choice == 0 {
                 cache.sweep()
+            } else if choice < 5 {
+                // Remove the extended data of whatever entry the key holds now, in place.
+                do {
+                    _ = try cache.setExtendedData(nil, forKey: key)
+                } catch {
+                    stats.errors.append("remove extended data: \(error)")
+                }
             } else {
                 let index = Int(random.next() % UInt64(bodies.count))
+                let metadata = CacheEntryMetadata(
+                    etag: "\(index)", extendedData: choice % 2 == 0 ? extendedData(index) : nil)
                 do {
-                    try cache.storeData(bodies[index], metadata: CacheEntryMetadata(etag: "\(index)"), forKey: key)
+                    try cache.storeData(bodies[index], metadata: metadata, forKey: key)
                     stats.stores += 1
                 } catch {
                     stats.errors.append("store: \(error)")

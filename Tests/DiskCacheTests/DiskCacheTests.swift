@@ -7,7 +7,7 @@ import Testing
 
 @Suite("DiskCache entries")
 struct DiskCacheTests {
-    @Test("bytes and metadata round-trip; the file name is the SHA-256 of the key plus its extension")
+    @Test("bytes and metadata round-trip; the file name is v2-, the BLAKE3 of the key and its extension")
     func roundTrip() throws {
         let directory = CacheFixtures.temporaryDirectory("disk")
         defer { DiskTest.removeDirectory(directory) }
@@ -32,9 +32,9 @@ struct DiskCacheTests {
         #expect(entry.metadata.storedAt != nil)
         #expect(entry.metadata.lastAccess != nil)
 
-        // sha256("https://example.com/images/cat.PNG?size=large#x") + ".png"
+        // "v2-" + BLAKE3-keyed("https://example.com/images/cat.PNG?size=large#x") + ".png"
         let name = DiskFileNaming.fileName(forKey: key)
-        #expect(name.hasSuffix(".png") && name.count == 68)
+        #expect(name.hasPrefix("v2-") && name.hasSuffix(".png") && name.count == 71)
         #expect(DiskTest.files(in: directory) == [name])
         #expect(cache.fileURL(forKey: key).lastPathComponent == name)
         #expect(cache.totalCount() == 1)
@@ -44,11 +44,19 @@ struct DiskCacheTests {
         #expect(try cache.entry(forKey: "other") == nil)
     }
 
-    @Test("SHA-256 names match a known digest")
+    @Test("names are the keyed BLAKE3 of the key's UTF-8; the extension is the path's, lowercased")
     func knownDigest() {
+        // Expected digests from the BLAKE3 reference implementation (the `blake3` Python package), keyed with
+        // "webimage disk cache file name v2".
         #expect(
             DiskFileNaming.fileName(forKey: "abc")
-                == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+                == "v2-4c4c699768cb8a5cbd2cb6e7c169310f8780affab58597010e6a70d8b01fa1dd")
+        #expect(
+            DiskFileNaming.fileName(forKey: "a/b.JPG")
+                == "v2-2daaa43f7a5aa46d71998df766ad91a2141f0f12559c8050d6429b5f932b7fef.jpg")
+        #expect(
+            DiskFileNaming.fileName(forKey: "")
+                == "v2-e7f27cafbe1fdc9db42e6fcacfe0cf55e0662d953acae3c67b863a71269c5b48")
         #expect(DiskFileNaming.pathExtension(of: "a/b.jpeg") == "jpeg")
         #expect(DiskFileNaming.pathExtension(of: "a/b.WebP?x=1.png") == "webp")
         #expect(DiskFileNaming.pathExtension(of: "a.b/c") == nil)
@@ -74,7 +82,7 @@ struct DiskCacheTests {
         #expect(names.count == keys.count)
         for name in names {
             #expect(DiskFileNaming.isEntryName(name), "unsafe name \(name)")
-            #expect(name.utf8.count <= 70)
+            #expect(name.utf8.count <= DiskEntryName.maxFileNameLength)
         }
         for (index, key) in keys.enumerated() {
             #expect(cache.data(forKey: key) == Data([UInt8(index)]))

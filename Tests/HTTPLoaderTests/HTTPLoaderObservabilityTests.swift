@@ -53,6 +53,7 @@ import Testing
                 case .failed(let error, _): "failed \(event.url.path) \(error.code)"
                 case .cancelled: "cancelled \(event.url.path)"
                 case .retrying: "retrying \(event.url.path)"
+                case .priorityChanged(let priority): "priority \(event.url.path) \(priority)"
                 }
             }
             #expect(

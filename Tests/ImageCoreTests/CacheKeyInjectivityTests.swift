@@ -21,10 +21,12 @@ import Testing
         var coderOption: String?
         var transformerKey: String?
 
-        /// What the key must tell apart: the base (filter output, else the URL), and the parts that apply.
+        /// What the key must tell apart: the base (filter output, else the URL as Foundation reads it: two spellings
+        /// of one URL are one URL), and the parts that apply.
         var identity: [String?] {
             [
-                filterOutput ?? url, partition, thumbnail.map { "\($0)" }, thumbnail == nil ? nil : "\(fill)",
+                filterOutput ?? URL(string: url)?.absoluteString ?? url, partition, thumbnail.map { "\($0)" },
+                thumbnail == nil ? nil : "\(fill)",
                 "\(rawOrientation)", "\(firstFrame)", coderOption, transformerKey,
             ]
         }
@@ -43,7 +45,9 @@ import Testing
             decode.applyOrientation = !rawOrientation
             if let coderOption { decode.coderOptions[TestOption.self] = coderOption }
             context.imageDecodeOptions = decode
-            if let transformerKey { context.imageTransformer = BlockTransformer(key: transformerKey) { image, _ in image } }
+            if let transformerKey {
+                context.imageTransformer = BlockTransformer(key: transformerKey) { image, _ in image }
+            }
             return context
         }
     }
@@ -59,24 +63,33 @@ import Testing
         "-partition(", "partition(", " partition(", "thumbnail(1x1,fit)", " thumbnail(", "transform(", "frames(first)",
         "orientation(raw)", "coder(", ".png", " .png", "?q=", "&",
     ]
-    static let text = Gen.element(of: pieces).array(of: 0...6).map { $0.joined() }
-    static let optionalText = text.optional(valueRate: 0.4)
-    static let size = Gen.int(in: 1...300).array(of: 2).map { PixelSize(width: $0[0], height: $0[1]) }
-    static let flags = Gen.bool.array(of: 4)
-
-    static let tuple = zip(text, zip(optionalText, optionalText), zip(size.optional(valueRate: 0.4), flags))
-        .map { url, strings, rest -> Tuple in
-            Tuple(
-                url: "https://h/" + url, partition: strings.0, thumbnail: rest.0, fill: rest.1[0],
-                rawOrientation: rest.1[1], firstFrame: rest.1[2], coderOption: rest.1[3] ? strings.1 : nil,
-                transformerKey: rest.1[3] ? nil : strings.1)
+    /// A random tuple, built from one seed (so every tuple replays from the property's printed seed).
+    static func tuple(seed: Int) -> Tuple {
+        var random = SplitMix64(seed: UInt64(seed))
+        func text() -> String {
+            (0..<Int.random(in: 0...6, using: &random)).map { _ in pieces.randomElement(using: &random)! }.joined()
         }
+        func maybeText() -> String? { Double.random(in: 0..<1, using: &random) < 0.4 ? text() : nil }
+        var tuple = Tuple(url: "https://h/" + text())
+        tuple.partition = maybeText()
+        if Bool.random(using: &random) {
+            tuple.thumbnail = PixelSize(
+                width: Int.random(in: 1...300, using: &random), height: Int.random(in: 1...300, using: &random))
+            tuple.fill = Bool.random(using: &random)
+        }
+        tuple.rawOrientation = Bool.random(using: &random)
+        tuple.firstFrame = Bool.random(using: &random)
+        if Bool.random(using: &random) { tuple.coderOption = maybeText() } else { tuple.transformerKey = maybeText() }
+        return tuple
+    }
+
+    static let tuples = Gen.int(in: 0...Int.max).array(of: 2...8).map { seeds in seeds.map(tuple(seed:)) }
 
     @Test("distinct tuples give distinct keys, crafted URLs and filter outputs included")
     func distinctTuplesGiveDistinctKeys() async {
         let manager = ImageManager(cache: CachesManager(), loader: LoadersManager())
         var checked = 0
-        await propertyCheck(count: 300, input: tuple.array(of: 2...8)) { tuples in
+        await propertyCheck(count: 300, input: Self.tuples) { tuples in
             var all = tuples
             // The attack: a URL (or a filter output) that spells another tuple's key.
             for original in tuples {
@@ -102,6 +115,20 @@ import Testing
     static func key(_ tuple: Tuple, _ manager: ImageManager) -> String? {
         guard let url = URL(string: tuple.url) else { return nil }
         return manager.cacheKey(for: url, options: tuple.options, context: tuple.context)
+    }
+
+    /// `String` equality is Unicode canonical equivalence, byte-wise file names are not: keys are ASCII, so two
+    /// spellings of a partition are two keys for every level alike.
+    @Test func canonicallyEquivalentSpellingsAreDistinctKeys() async throws {
+        let composed = "caf\u{E9}"
+        let decomposed = "cafe\u{301}"
+        #expect(composed == decomposed, "Swift calls them equal")
+        let manager = ImageManager(cache: CachesManager(), loader: LoadersManager())
+        let url = URL(string: "https://h/a.png")!
+        let first = try #require(manager.cacheKey(for: url, context: ImageContext([.cachePartitionKey: composed])))
+        let second = try #require(manager.cacheKey(for: url, context: ImageContext([.cachePartitionKey: decomposed])))
+        #expect(first != second)
+        #expect(first.utf8.allSatisfy { $0 < 0x80 } && second.utf8.allSatisfy { $0 < 0x80 })
     }
 
     /// The case of the issue, spelled out: the crafted URL does not reach the tenant's entry.

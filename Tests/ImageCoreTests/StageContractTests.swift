@@ -93,9 +93,11 @@ import Testing
     @Test("loads whose loader says their transfers differ never share a download")
     func differentTransferKeysDoNotShareADownload() async throws {
         let cache = RecordingCache()
-        let loader = ScriptedLoader(delay: 0.1, transferKey: { context in
-            context[ImageContextOption("test.deadline")].map { "\($0)" } ?? ""
-        })
+        let loader = ScriptedLoader(
+            delay: 0.1,
+            transferKey: { context in
+                context[ImageContextOption("test.deadline")].map { "\($0)" } ?? ""
+            })
         let manager = ImageManager(
             cache: cache, loader: loader, coders: CodersManager(coders: [TestCoder()]))
         let url = testURL()
@@ -119,7 +121,8 @@ import Testing
         ])
     func missesEnd(_ scenario: String, _ expected: CacheMissOutcome) async throws {
         let cache = RecordingCache(answersSynchronously: false)
-        let loader = ScriptedLoader(delay: scenario == "cancelled" ? 1 : 0)
+        let loader = ScriptedLoader()
+        if scenario == "cancelled" { loader.hold() }
         let manager = ImageManager(cache: cache, loader: loader, coders: CodersManager(coders: [TestCoder()]))
         manager.logHandler = { _ in }
         let url = testURL(scenario)
@@ -140,6 +143,7 @@ import Testing
         if scenario == "cancelled" {
             #expect(await waitUntil { loader.requestCount == 1 })
             operation.cancel()
+            loader.releaseAll()
         }
         _ = await recorder.waitForFinal()
         #expect(await waitUntil { !cache.endedMisses.isEmpty })

@@ -82,7 +82,8 @@ import Testing
         context.imageTransformer = BlockTransformer(key: "resize(100x100,aspectFit,lanczos3)") { image, _ in image }
         context.imageThumbnailPixelSize = PixelSize(width: 256, height: 256)
         let key = manager.cacheKey(for: URL(string: "https://h/a.PNG?v=2#x")!, context: context)
-        #expect(key == "https://h/a.PNG?v=2#x thumbnail(256x256,fit) transform(resize(100x100,aspectFit,lanczos3)) .png")
+        #expect(
+            key == "https://h/a.PNG?v=2#x thumbnail(256x256,fit) transform(resize(100x100,aspectFit,lanczos3)) .png")
         let noExtension = manager.cacheKey(for: URL(string: "https://h/a")!, context: context)
         #expect(noExtension == "https://h/a thumbnail(256x256,fit) transform(resize(100x100,aspectFit,lanczos3))")
         #expect(manager.cacheKey(for: URL(string: "https://h/a.png")!) == "https://h/a.png")

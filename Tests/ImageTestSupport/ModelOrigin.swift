@@ -65,12 +65,15 @@ public final class ModelOrigin: ImageLoader, Sendable {
         hasher.add(String(version))
         let colour = hasher.value
         let frames = url.contains("anim") ? 3 : 1
-        let colors = (0..<frames).map { index in
-            RGBAColor(
-                red: UInt8(truncatingIfNeeded: colour >> (index * 8)),
-                green: UInt8(truncatingIfNeeded: colour >> (16 + index * 4)), blue: UInt8(index * 60), alpha: 255)
+        var colors: [RGBAColor] = []
+        for index in 0..<frames {
+            let red = UInt8(truncatingIfNeeded: colour >> UInt64(index * 8))
+            let green = UInt8(truncatingIfNeeded: colour >> UInt64(16 + index * 4))
+            colors.append(RGBAColor(red: red, green: green, blue: UInt8(index * 60), alpha: 255))
         }
-        return TestCoder.data(width: 20 + Int(shape % 40), height: 12 + Int((shape >> 8) % 30), colors: colors)
+        let width = 20 + Int(shape % 40)
+        let height = 12 + Int((shape >> 8) % 30)
+        return TestCoder.data(width: width, height: height, colors: colors)
     }
 
     /// `test:` URLs.

@@ -95,17 +95,20 @@ struct LeaseLifecycleTests {
         let lease = RedisKeys(prefix: prefix, key: key).lease
 
         let holderEnd = Locked<Double?>(nil)
-        let clock = { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
+        let clock: @Sendable () -> Double = { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
         let holderDone = DeliveryRecorder()
         let operation = holder.loadImage(with: url, options: [.waitStoreCache], context: context) { result in
             if (try? result.get())?.isFinal ?? true { holderEnd.withLock { $0 = $0 ?? clock() } }
             holderDone.handler(result)
         }
         // The waiter starts once the holder holds the lease.
-        for _ in 0..<400 where try await !server.cli(["EXISTS", lease]).contains("1") {
+        var leased = false
+        for _ in 0..<400 {
+            leased = holderRedis.heldLeases.withLock { $0.contains(lease) }
+            if leased { break }
             try await Task.sleep(nanoseconds: 5_000_000)
         }
-        #expect(try await server.cli(["EXISTS", lease]).contains("1"), "\(label): the holder took no lease")
+        #expect(leased, "\(label): the holder took no lease")
         if outcome == .cancelled {
             Task {
                 try await Task.sleep(nanoseconds: 150_000_000)
@@ -138,7 +141,8 @@ struct LeaseLifecycleTests {
         }
         // No lease outlives its fetch: gone, or the short "nothing to share" mark; and neither replica thinks it
         // still holds one.
-        for _ in 0..<200 where !holderRedis.heldLeases.withLock({ $0.isEmpty }) {
+        for _ in 0..<200 {
+            if holderRedis.heldLeases.withLock({ $0.isEmpty }) { break }
             try await Task.sleep(nanoseconds: 10_000_000)
         }
         let value = try await server.cli(["GET", lease]).trimmingCharacters(in: .whitespacesAndNewlines)

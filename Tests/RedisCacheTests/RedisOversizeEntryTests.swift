@@ -58,7 +58,8 @@ struct RedisOversizeEntryTests {
     @Test func theLargestEntryLimitDoesNotOverflow() async throws {
         let server = try await RedisServerProcess.start()
         defer { server.destroy() }
-        let cache = RedisCache(configuration: try RedisCacheTesting.configuration(server.url) { $0.maxEntryBytes = .max })
+        let cache = RedisCache(
+            configuration: try RedisCacheTesting.configuration(server.url) { $0.maxEntryBytes = .max })
         defer { cache.shutdown() }
         let data = RedisCacheTesting.image(9)
         try await cache.store(nil, data: data, forKey: "k", cacheType: .disk)

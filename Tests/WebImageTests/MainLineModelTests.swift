@@ -174,9 +174,12 @@ struct ModelProgram {
 
     static func spec(_ random: inout SplitMix64) -> Spec {
         var spec = Spec(url: urls.randomElement(using: &random)!)
-        if Double.random(in: 0..<1, using: &random) < 0.3 { spec.partition = ["tenant-1", "tenant 2"].randomElement(using: &random) }
+        if Double.random(in: 0..<1, using: &random) < 0.3 {
+            spec.partition = ["tenant-1", "tenant 2"].randomElement(using: &random)
+        }
         if Double.random(in: 0..<1, using: &random) < 0.4 {
-            spec.thumbnail = [PixelSize(width: 10, height: 10), PixelSize(width: 16, height: 8)].randomElement(using: &random)
+            spec.thumbnail = [PixelSize(width: 10, height: 10), PixelSize(width: 16, height: 8)].randomElement(
+                using: &random)
             spec.fill = Bool.random(using: &random)
         }
         spec.firstFrame = Double.random(in: 0..<1, using: &random) < 0.3
@@ -187,7 +190,9 @@ struct ModelProgram {
         spec.refresh = Double.random(in: 0..<1, using: &random) < 0.15
         spec.retryFailed = Double.random(in: 0..<1, using: &random) < 0.3
         if Double.random(in: 0..<1, using: &random) < 0.2 { spec.deadline = [0.05, 0.5].randomElement(using: &random) }
-        if Double.random(in: 0..<1, using: &random) < 0.2 { spec.cancelAfter = Double.random(in: 0...0.02, using: &random) }
+        if Double.random(in: 0..<1, using: &random) < 0.2 {
+            spec.cancelAfter = Double.random(in: 0...0.02, using: &random)
+        }
         return spec
     }
 

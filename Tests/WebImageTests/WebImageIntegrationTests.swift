@@ -31,13 +31,15 @@ import WebImage
         #expect(ImageManager.defaultImageCache as? CachesManager === plugins.cache)
         #expect(ImageManager.defaultImageLoader as? LoadersManager === LoadersManager.shared)
         #expect(LoadersManager.shared.canRequestImage(for: URL(string: "https://example.com/a.png")!))
+        #expect(ColorConversion.converter is LCMSColorConverter, "registered; conversion itself stays off")
+        #expect(!ImageDecodeOptions().convertToSRGB)
         let source = Self.photo(width: 40, height: 30)
         let animated = Image(frames: [
             ImageFrame(pixels: source.pixels, duration: 0.1), ImageFrame(pixels: source.pixels, duration: 0.2),
         ])
         let cases: [(ImageFormat, any ImageCoder, Image)] = [
             (.png, PNGCoder.shared, source), (.jpeg, JPEGCoder.shared, source), (.webp, WebPCoder.shared, source),
-            (.gif, GIFCoder.shared, animated),
+            (.gif, GIFCoder.shared, animated), (.heic, HEIFCoder.shared, source),
         ]
         for (format, coder, image) in cases {
             let data = try coder.encode(image, as: format, options: ImageEncodeOptions())

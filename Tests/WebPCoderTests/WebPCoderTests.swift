@@ -158,8 +158,16 @@ func psnr(_ a: [UInt8], _ aChannels: Int, _ b: [UInt8], _ bChannels: Int, pixels
         let image = try coder.decode(Data(bytes), options: .init())
         #expect(image.metadata.iccProfile == profile)
         #expect(image.width == 3 && Array(image.pixels.pixel(x: 2, y: 1)) == [9, 8, 7])
-        let plain = try coder.decode(
+        // The encoder writes the profile back (ICCP): pixels that are not sRGB keep their meaning.
+        let reencoded = try coder.decode(
             try coder.encode(image, as: .webp, options: ImageEncodeOptions(lossless: true)), options: .init())
+        #expect(reencoded.metadata.iccProfile == profile)
+        #expect(Array(reencoded.pixels.pixel(x: 2, y: 1)) == [9, 8, 7])
+        // Pixels without a profile (sRGB) are written without one.
+        let plain = try coder.decode(
+            try coder.encode(
+                image.with(metadata: ImageMetadata()), as: .webp, options: ImageEncodeOptions(lossless: true)),
+            options: .init())
         #expect(plain.metadata.iccProfile == nil)
     }
 }

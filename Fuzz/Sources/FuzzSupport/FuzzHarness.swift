@@ -72,10 +72,15 @@ public enum FuzzHarness {
     /// Decodes with `coder` through `CodersManager.decode(_:with:options:)` (probe budget first, as the SDK does)
     /// under two option sets, then reads up to 8 frames and checks the image's invariants.
     public static func decode(_ input: FuzzInput, with coder: FuzzCoder) {
+        decode(input, withCoder: coder.coder)
+    }
+
+    /// ``decode(_:with:)`` for any coder (one that is not progressive, such as `HEIFCoder`).
+    public static func decode(_ input: FuzzInput, withCoder coder: any ImageCoder) {
         var input = input
         for options in decodeOptions(&input) {
             do {
-                let image = try CodersManager.decode(input.data, with: coder.coder, options: options)
+                let image = try CodersManager.decode(input.data, with: coder, options: options)
                 check(image, options: options)
             } catch let error as ImageError {
                 _ = error

@@ -121,7 +121,8 @@ extension RedisCache {
         case .notStored:
             let milliseconds = Int64(max(1, settings.notStoredMarkerDuration * 1000))
             command = .eval(
-                Self.compareAndMark, key: keys.lease, [leaseToken, Self.notStoredMark + leaseToken, String(milliseconds)])
+                Self.compareAndMark, key: keys.lease,
+                [leaseToken, Self.notStoredMark + leaseToken, String(milliseconds)])
         }
         _ = await guarded("EVAL") { () async throws(RedisClientError) in
             try Self.check(try await executor.send([command], routingKey: keys.entry).first ?? .null)

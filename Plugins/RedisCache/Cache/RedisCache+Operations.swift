@@ -43,7 +43,8 @@ extension RedisCache {
         guard let stored = length.int, stored > 0 else { return nil }
         guard stored <= configuration.entryByteLimit else {
             metrics.oversize.increment()
-            logger.debug("Redis entry larger than this reader's maxEntryBytes; treated as a miss", metadata: ["key": "\(key)"])
+            logger.debug(
+                "Redis entry larger than this reader's maxEntryBytes; treated as a miss", metadata: ["key": "\(key)"])
             return nil
         }
         // A `SET` between the two commands can change the length: only a whole entry is one.

@@ -22,9 +22,14 @@ public struct RedisCacheConfiguration: Sendable {
     ///
     /// A process that misses takes a lease (`SET <key>:lease <token> NX PX <leaseDuration>`) and fetches; the
     /// others, finding the lease taken, poll for the entry (every `pollInterval.lowerBound`, doubling up to
-    /// `pollInterval.upperBound`) until it appears, the lease disappears (the holder failed or died: they take
-    /// the lease or keep waiting for the new holder) or `maxWait` passes, then fetch themselves. Storing the entry
-    /// releases the lease.
+    /// `pollInterval.upperBound`) until it appears, the lease disappears (the holder gave up or died: they take
+    /// the lease or keep waiting for the new holder), the lease becomes the "nothing to share" mark, or `maxWait`
+    /// passes, then fetch themselves. The lease has one owner and always ends: storing the entry deletes it; when
+    /// the owner's fetch ends without a store, the manager tells the cache
+    /// (``ImageCore/ImageCacheProtocol/missEnded(forKey:cacheType:outcome:)``) and the owner — by a compare on its
+    /// token, never touching another process's lease — deletes it (cancelled, a transient failure: a waiter takes
+    /// over) or turns it into the mark for ``notStoredMarkerDuration`` (a 404, `no-store`, an entry over the cap,
+    /// undecodable bytes: waiters stop at their next poll). A dead owner's lease expires after ``leaseDuration``.
     public struct FleetCoalescing: Sendable, Hashable {
         /// How long a lease holds without being released, seconds (default 10): the longest a dead holder delays
         /// the others.

@@ -61,7 +61,9 @@ final class RedisClusterClient: RedisCommandExecutor {
         /// What is left of the call's time; throws once it is spent.
         func remaining() throws(RedisClientError) -> TimeAmount {
             let left = deadline - clock()
-            guard left > 0 else { throw RedisClientError(.timedOut, "no reply for slot \(slot) within the command timeout") }
+            guard left > 0 else {
+                throw RedisClientError(.timedOut, "no reply for slot \(slot) within the command timeout")
+            }
             return .nanoseconds(Int64(left * 1e9))
         }
         var ask: RedisEndpoint?

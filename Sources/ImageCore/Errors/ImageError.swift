@@ -79,6 +79,23 @@ public struct ImageError: Error, Sendable, CustomStringConvertible {
     public let statusCode: Int?
     /// The error that caused this one: a C library status, a POSIX error, an HTTP client error.
     public let underlying: (any Error & Sendable)?
+    /// Boxed, so the error stays small: a response is rare and typed throws pass the error by value.
+    private var responseBox: ResponseBox?
+
+    /// The response the loader got before the load failed (status and headers), so a caller can log why it was
+    /// refused; nil when the failure came before any response (connection, DNS, TLS) or from another stage.
+    public var response: ResponseMetadata? {
+        get { responseBox?.response }
+        set { responseBox = newValue.map(ResponseBox.init) }
+    }
+
+    /// This error carrying `response`, unless it already carries one.
+    public func attaching(response: ResponseMetadata?) -> ImageError {
+        guard responseBox == nil, let response else { return self }
+        var copy = self
+        copy.response = response
+        return copy
+    }
 
     /// Creates an error.
     public init(
@@ -129,6 +146,12 @@ extension ImageError {
         if error is CancellationError { return .cancelled(stage: stage) }
         return ImageError(code, stage: stage, underlying: SendableErrorBox(error))
     }
+}
+
+/// The immutable box of ``ImageError/response``.
+private final class ResponseBox: Sendable {
+    let response: ResponseMetadata
+    init(_ response: ResponseMetadata) { self.response = response }
 }
 
 /// Carries a non-`Sendable` error's description across threads.

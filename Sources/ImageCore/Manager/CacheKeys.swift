@@ -10,11 +10,14 @@ import Foundation
 /// path has a short alphanumeric extension (1–5 characters), a last token `.<ext>` repeats it, so the key still
 /// ends in the image's extension.
 ///
-/// In the base and in every value, `\` is written `\\` and a space `\s`, so no token contains an unescaped space
-/// and each key splits back into exactly one (base, parts) tuple: no URL, however it is spelled, can produce the
-/// key of another URL, partition or option set. A URL's absolute string never contains a space or a backslash,
-/// so a plain load's key is its URL verbatim (as in earlier versions); a filter that returns such characters gets
-/// them escaped. The original key is the base plus the partition part:
+/// In the base and in every value, `\` is written `\\`, a space `\s` and every non-ASCII byte `\xHH`, so no token
+/// contains an unescaped space and each key splits back into exactly one (base, parts) tuple: no URL, however it is
+/// spelled, can produce the key of another URL, partition or option set. Keys are ASCII, so two spellings that
+/// Swift's `String` equality calls equal (Unicode canonical equivalence: `é` and `e` + combining acute) are
+/// different keys for every level alike — a memory level's dictionary and a disk level's file names agree. A URL's
+/// absolute string is ASCII and never contains a space or a backslash, so a plain load's key is its URL verbatim
+/// (as in earlier versions); a filter that returns other characters gets them escaped. The original key is the
+/// base plus the partition part:
 ///
 ///     https://h/a.png                                                          (no part)
 ///     https://h/a.png thumbnail(256x256,fit) transform(resize(100x100,aspectFit,lanczos3)) .png
@@ -102,12 +105,19 @@ enum CacheKeys {
     private static let space = UInt8(ascii: " ")
     private static let backslash = UInt8(ascii: "\\")
     private static let dot = UInt8(ascii: ".")
+    private static let hexDigits: [UInt8] = Array("0123456789ABCDEF".utf8)
 
     /// The length of `text` once escaped (its own length when nothing needs escaping).
     static func escapedLength(_ text: String) -> Int {
         let scan = { (bytes: UnsafeBufferPointer<UInt8>) -> Int in
             var extra = 0
-            for byte in bytes where byte == space || byte == backslash { extra += 1 }
+            for byte in bytes {
+                if byte >= 0x80 {
+                    extra += 3
+                } else if byte == space || byte == backslash {
+                    extra += 1
+                }
+            }
             return bytes.count + extra
         }
         if let length = text.utf8.withContiguousStorageIfAvailable(scan) { return length }
@@ -116,7 +126,7 @@ enum CacheKeys {
         return copy.utf8.withContiguousStorageIfAvailable(scan) ?? 0
     }
 
-    /// `text` escaped: `\` as `\\`, a space as `\s`.
+    /// `text` escaped: `\` as `\\`, a space as `\s`, a non-ASCII byte as `\xHH`.
     static func escaped(_ text: String, length: Int) -> String {
         String(unsafeUninitializedCapacity: length) { buffer in
             var writer = Writer(buffer: buffer)
@@ -149,6 +159,11 @@ enum CacheKeys {
                 case CacheKeys.space:
                     write(CacheKeys.backslash)
                     write(UInt8(ascii: "s"))
+                case 0x80...:
+                    write(CacheKeys.backslash)
+                    write(UInt8(ascii: "x"))
+                    write(CacheKeys.hexDigits[Int(byte >> 4)])
+                    write(CacheKeys.hexDigits[Int(byte & 0x0F)])
                 default: write(byte)
                 }
             }

@@ -10,10 +10,13 @@ extension FetchJob {
         switch source.content {
         case .originalImage(let image, _):
             do {
-                let decoded = DecodedImage(
-                    image: try Self.applyDecodeOptions(key.options, to: image), sourceFrameCount: image.frameCount)
+                let applied = try ColorConversion.apply(
+                    to: Self.applyDecodeOptions(key.options, to: image), options: key.options)
+                let decoded = DecodedImage(image: applied, sourceFrameCount: image.frameCount)
                 event { $0.machine.decodeFinished(key, decoded) }
-            } catch { event { $0.machine.decodeFailed(key, error) } }
+            } catch {
+                event { $0.machine.decodeFailed(key, error) }
+            }
         case .originalBytes(let data), .productBytes(let data):
             do {
                 guard !data.isEmpty else { throw ImageError(.badImageData, stage: .decode, message: "empty data") }

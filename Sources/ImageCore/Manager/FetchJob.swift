@@ -64,6 +64,14 @@ final class FetchJob: Sendable {
                 return (claim, madeProduct ? .notStored : .abandoned)
             }
         }
+
+        /// The priority last given to the source operation (FetchJob+Priority.swift).
+        var sourcePriority: ImageLoadPriority?
+        /// The source operation while it runs.
+        var runningSource: (any ImageOperation)? {
+            if case .running(let operation) = sourceOperation { return operation }
+            return nil
+        }
     }
 
     let key: String
@@ -106,7 +114,10 @@ final class FetchJob: Sendable {
         state.withLock { state in state.machine.subscribers.values.map(\.decodeKey.options) }
     }
 
-    func cancel(_ id: UInt64) { event { $0.machine.cancel(id) } }
+    func cancel(_ id: UInt64) {
+        event { $0.machine.cancel(id) }
+        refreshSourcePriority()
+    }
 
     func sourceSucceeded(_ source: FetchSource) { event { $0.machine.sourceFinished(source) } }
 
@@ -155,7 +166,7 @@ final class FetchJob: Sendable {
                     if let operation { state.sourceOperation = .running(operation) }
                     return false
                 }
-                if cancelNow { operation?.cancel() }
+                if cancelNow { operation?.cancel() } else { refreshSourcePriority() }
             case .cancelSource:
                 let operation = state.withLock { state -> (any ImageOperation)? in
                     defer { state.sourceOperation = .cancelRequested }

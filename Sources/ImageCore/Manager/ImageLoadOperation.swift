@@ -7,8 +7,9 @@ import Synchronization
 /// load), then exactly one final result, then nothing. Deliveries never overlap and arrive in the order they
 /// were made: they go through one queue per operation, drained by one thread at a time on the callback queue.
 /// After ``cancel()`` the final result is `cancelled` and no image is delivered. Thread-safe (state behind a
-/// lock; callbacks run outside it).
-public final class ImageLoadOperation: ImageOperation {
+/// lock; callbacks run outside it). Its ``priority`` can change while it waits or downloads (Nuke's
+/// `ImageTask.priority`).
+public final class ImageLoadOperation: PrioritizableOperation {
     private enum Delivery: Sendable {
         case progress(received: Int, expected: Int?)
         case result(Result<ImageResult, ImageError>)
@@ -42,6 +43,8 @@ public final class ImageLoadOperation: ImageOperation {
         var draining = false
         /// Cache misses this load holds until it joins a job (see ``MissClaim``).
         var claims: [MissClaim] = []
+        /// The priority set through ``priority``; nil until set (the load's options decide).
+        var priority: ImageLoadPriority?
     }
 
     /// The URL being loaded (nil for an invalid request).
@@ -103,6 +106,29 @@ public final class ImageLoadOperation: ImageOperation {
     /// True once the final result was decided (it may still be on its way to the completion handler).
     public var isFinished: Bool { state.withLock { $0.finished } }
 
+    /// The priority of this load's download: the last value set, else what ``ImageOptions/highPriority`` /
+    /// ``ImageOptions/lowPriority`` ask for once the load waits on a download (`.normal` before that).
+    ///
+    /// Setting it reaches the download the load waits on, queued or running, now or when the load gets there; a
+    /// download shared by several loads runs at the highest priority among them. No effect once finished.
+    public var priority: ImageLoadPriority {
+        get {
+            let (explicit, subscription) = state.withLock { ($0.priority, $0.subscription) }
+            return explicit ?? subscription.flatMap { $0.job.optionsPriority(of: $0.id) } ?? .normal
+        }
+        set {
+            let job = state.withLock { state -> FetchJob? in
+                guard !state.finished, !state.cancelled else { return nil }
+                state.priority = newValue
+                return state.subscription?.job
+            }
+            job?.refreshSourcePriority()
+        }
+    }
+
+    /// The priority set through ``priority``, nil when none was.
+    var explicitPriority: ImageLoadPriority? { state.withLock { $0.priority } }
+
     /// Cancels the load: the cache query, and this load's share of the download. The completion receives
     /// `cancelled` unless the final result was already decided.
     public func cancel() {
@@ -136,12 +162,15 @@ public final class ImageLoadOperation: ImageOperation {
 
     /// Records the job subscription; returns false when the load was already cancelled or finished.
     func attach(job: FetchJob, id: UInt64) -> Bool {
-        state.withLock { state in
+        let attached = state.withLock { state in
             guard !state.cancelled, !state.finished else { return false }
             state.query = nil
             state.subscription = (job, id)
             return true
         }
+        // A load joining a running download may raise its priority.
+        if attached { job.refreshSourcePriority() }
+        return attached
     }
 
     func detachQuery() { state.withLock { $0.query = nil } }

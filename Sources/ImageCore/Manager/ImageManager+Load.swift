@@ -50,7 +50,9 @@ extension ImageManager {
         let operation = ImageLoadOperation(
             url: url, manager: self, callbackQueue: plan.callbackQueue, progress: progress, completion: completed)
         if case .miss = memory {
-            if let key = plan.key { operation.addClaim(MissClaim(cache: plan.cache, key: key, levels: plan.queryCacheType)) }
+            if let key = plan.key {
+                operation.addClaim(MissClaim(cache: plan.cache, key: key, levels: plan.queryCacheType))
+            }
             queryOriginalOrDownload(operation, plan)
         } else {
             queryKey(operation, plan, levels: plan.queryCacheType)
@@ -247,7 +249,10 @@ extension ImageManager {
                     ("key", originalKey),
                 ]),
                 inline: plan.options.contains(.queryDiskDataSync), decodeOptions: plan.decodeOptions,
-                cacheOrigin: source.origin, fallback: { self.download($0, plan, cached: nil) }
+                cacheOrigin: source.origin, fallback: { self.download($0, plan, cached: nil) },
+                // A fetch that stored this original moments ago stored the product in memory first: use it rather
+                // than transform again.
+                recheck: self.memoryRecheck(plan)
             ) { job in
                 job.sourceSucceeded(source)
                 return nil

@@ -79,7 +79,8 @@ final class LoadPlan: Sendable {
         if let named = context.cacheSerializer {
             serializer = named
             serializerIdentity =
-                context.hasOwnEntry(.cacheSerializer) ? StrategyIdentity(named, unique: manager.nextID()) : .managerDefault
+                context.hasOwnEntry(.cacheSerializer)
+                ? StrategyIdentity(named, unique: manager.nextID()) : .managerDefault
         } else {
             serializer = DefaultCacheSerializer(coder: decoder)
             serializerIdentity = .none

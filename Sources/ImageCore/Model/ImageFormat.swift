@@ -29,7 +29,7 @@ public struct ImageFormat: RawRepresentable, Hashable, Sendable, CustomStringCon
     public static let tiff = ImageFormat(rawValue: "tiff")
     /// Windows bitmap.
     public static let bmp = ImageFormat(rawValue: "bmp")
-    /// HEIC (HEVC in HEIF).
+    /// HEIC (HEVC in HEIF): a HEIC brand, or `mif1`/`msf1` with an HEVC (`hvc1`) item.
     public static let heic = ImageFormat(rawValue: "heic")
     /// HEIF with another codec.
     public static let heif = ImageFormat(rawValue: "heif")
@@ -118,8 +118,43 @@ public struct ImageFormat: RawRepresentable, Hashable, Sendable, CustomStringCon
         }
         if brands.contains(where: { $0 == "avif" || $0 == "avis" }) { return .avif }
         if brands.contains(where: { ["heic", "heix", "heim", "heis", "hevc", "hevx"].contains($0) }) { return .heic }
-        if brands.contains(where: { $0 == "mif1" || $0 == "msf1" }) { return .heif }
+        if brands.contains(where: { $0 == "mif1" || $0 == "msf1" }) {
+            return hasItem(ofType: Array("hvc1".utf8), after: end, in: b) ? .heic : .heif
+        }
         return nil
+    }
+
+    /// Whether the `iinf` of the `meta` box that follows `ftyp` (within `b`) declares an item of `type`: a
+    /// `mif1` file without a HEIC brand whose images are HEVC is HEIC. Every read is bounds-checked.
+    private static func hasItem(ofType type: [UInt8], after ftypEnd: Int, in b: UnsafeRawBufferPointer) -> Bool {
+        func u32(_ at: Int) -> Int { Int(b[at]) << 24 | Int(b[at + 1]) << 16 | Int(b[at + 2]) << 8 | Int(b[at + 3]) }
+        func children(_ start: Int, _ end: Int, _ body: (String, Int, Int) -> Bool) {
+            var offset = start
+            while offset + 8 <= end {
+                let size = u32(offset)
+                guard size >= 8 else { return }
+                let name = String(decoding: b[offset + 4..<offset + 8], as: UTF8.self)
+                if !body(name, offset + 8, min(end, offset + size)) { return }
+                offset += size
+            }
+        }
+        var found = false
+        children(ftypEnd, b.count) { name, start, end in
+            guard name == "meta" else { return true }
+            children(start + 4, end) { name, start, end in
+                guard name == "iinf", end - start >= 6 else { return true }
+                children(start + (b[start] == 0 ? 6 : 8), end) { name, start, end in
+                    // infe version 2 (16-bit item ID) or 3 (32-bit): the type follows the ID and protection index.
+                    guard name == "infe", end - start >= 4, b[start] >= 2 else { return true }
+                    let at = start + 4 + (b[start] == 2 ? 2 : 4) + 2
+                    if at + 4 <= end, Array(b[at..<at + 4]) == type { found = true }
+                    return !found
+                }
+                return false
+            }
+            return false
+        }
+        return found
     }
 
     /// SVG is text: skip a BOM and whitespace, allow an XML prolog or comments, look for `<svg` early on.

@@ -87,10 +87,17 @@ public struct CoderOptions: Hashable, Sendable {
 }
 
 extension ImageDecodeOptions {
-    /// The part of the cache key that the options of custom coders (and other plugin settings) add; nil when
-    /// none applies. ImageCore's own fields have their own parts (see the key format in `CacheKeys`).
+    /// The value of the key's `decode(…)` part: what the decode options change beyond ImageCore's own parts —
+    /// `color(srgb)` for ``convertToSRGB``, then `coder(name=value,…)` for custom coder options that change the
+    /// image; nil when none applies. Injective: the coder part comes last and escapes its separators.
     var keyPart: String? {
-        coderOptions.isEmpty ? nil : coderOptions.keyPart.map { "coder(\($0))" }
+        let coder = coderOptions.isEmpty ? nil : coderOptions.keyPart
+        switch (convertToSRGB, coder) {
+        case (false, nil): return nil
+        case (true, nil): return "color(srgb)"
+        case (false, let coder?): return "coder(\(coder))"
+        case (true, let coder?): return "color(srgb),coder(\(coder))"
+        }
     }
 }
 

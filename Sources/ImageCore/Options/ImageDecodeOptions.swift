@@ -48,6 +48,10 @@ public struct ImageDecodeOptions: Hashable, Sendable {
     public var animationBudget: AnimationBudget
     /// Options for custom coders (see ``CoderOptionKey``); those that change the image are part of the cache key.
     public var coderOptions: CoderOptions
+    /// Convert pixels described by an ICC profile (and CMYK) to sRGB at decode, through the registered
+    /// ``ColorConverter`` (see ``ColorConversion``); the delivered image then carries no profile. Off by default:
+    /// pixels and profile are carried as the file has them. Part of the cache key (`decode(color(srgb))`).
+    public var convertToSRGB: Bool
 
     /// The most frames an animation may have (``AnimationBudget/maxFrameCount``).
     public var maxFrameCount: Int {
@@ -71,7 +75,8 @@ public struct ImageDecodeOptions: Hashable, Sendable {
         maxPixelCount: Int = ImageDecodeOptions.defaultMaxPixelCount, thumbnailPixelSize: PixelSize? = nil,
         preserveAspectRatio: Bool = true, allowsThumbnailUpscaling: Bool = false, scaleDownLimitBytes: Int? = nil,
         firstFrameOnly: Bool = false, preloadAllFrames: Bool = false, applyOrientation: Bool = true,
-        scaleFactor: Double = 1, animationBudget: AnimationBudget = .default, coderOptions: CoderOptions = CoderOptions()
+        scaleFactor: Double = 1, animationBudget: AnimationBudget = .default,
+        coderOptions: CoderOptions = CoderOptions(), convertToSRGB: Bool = false
     ) {
         self.maxPixelCount = maxPixelCount
         self.thumbnailPixelSize = thumbnailPixelSize
@@ -84,6 +89,7 @@ public struct ImageDecodeOptions: Hashable, Sendable {
         self.scaleFactor = scaleFactor
         self.animationBudget = animationBudget
         self.coderOptions = coderOptions
+        self.convertToSRGB = convertToSRGB
     }
 
     /// Throws ``ImageError/Code/imageTooLarge`` when `width × height` exceeds the budget, or when the thumbnail

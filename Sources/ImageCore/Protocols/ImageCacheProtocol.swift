@@ -20,11 +20,16 @@ public struct CacheEntryMetadata: Hashable, Sendable, Codable {
     public var lastAccess: Date?
     /// Size of the stored bytes.
     public var size: Int?
+    /// The caller's own small blob stored with the entry and returned with it (SDWebImage's `extendedData`, what
+    /// `SDImageCache` keeps for an image's `sd_extendedObject`). Levels that keep it say so and bound its size
+    /// (DiskCache: 2 KiB); nil when the entry has none.
+    public var extendedData: Data?
 
     /// Creates metadata.
     public init(
         originalKey: String? = nil, contentType: String? = nil, etag: String? = nil, lastModified: String? = nil,
-        maxAge: Int? = nil, expiresAt: Date? = nil, storedAt: Date? = nil, lastAccess: Date? = nil, size: Int? = nil
+        maxAge: Int? = nil, expiresAt: Date? = nil, storedAt: Date? = nil, lastAccess: Date? = nil, size: Int? = nil,
+        extendedData: Data? = nil
     ) {
         self.originalKey = originalKey
         self.contentType = contentType
@@ -35,6 +40,7 @@ public struct CacheEntryMetadata: Hashable, Sendable, Codable {
         self.storedAt = storedAt
         self.lastAccess = lastAccess
         self.size = size
+        self.extendedData = extendedData
     }
 
     /// Metadata for bytes that came with `response`.

@@ -86,7 +86,8 @@ public final class CodersManager: ProgressiveImageCoder, AnimatedImageCoder, Sen
             try options.checkPixelBudget(width: properties.width, height: properties.height)
         }
         do {
-            return (try chosen.decode(data, options: options), properties)
+            let image = try ColorConversion.apply(to: chosen.decode(data, options: options), options: options)
+            return (image, properties)
         } catch {
             throw ImageError.wrap(error, as: .badImageData, stage: .decode)
         }
@@ -176,6 +177,6 @@ final class DeferredIncrementalDecoder: IncrementalImageDecoder {
 
     func currentImage() throws -> Image? {
         guard let image = try inner?.currentImage() else { return nil }
-        return isFinal || image.metadata.isPartial ? image : nil
+        return isFinal || image.metadata.isPartial ? try ColorConversion.apply(to: image, options: options) : nil
     }
 }

@@ -66,7 +66,21 @@ struct CustomCoder {
             print("bomb.ppm: refused with \(error.code) at the \(error.stage) stage: \(error.message ?? "")")
         }
 
-        // 6. Priority: PNG bytes go to AuditingPNGCoder, added after the built-in PNGCoder.
+        // 6. The coder's own option, typed, through the load's context: a gamma of 2.2 brightens the midtones. It is
+        //    part of the cache key, so the corrected image gets its own entry, made from the original on disk.
+        let manager = makeManager()
+        var context = ImageContext()
+        context[coderOption: PPMGamma.self] = 2.2
+        let corrected = try await manager.loadImage(with: url, options: .waitStoreCache, context: context)
+        let plain = try await manager.loadImage(with: url)
+        print(
+            "gamma 2.2: green at (0,0) \(corrected.image.pixels.pixel(x: 0, y: 0).dropFirst().first ?? 0) vs \(plain.image.pixels.pixel(x: 0, y: 0).dropFirst().first ?? 0), key ends \(corrected.cacheKey?.split(separator: " ").dropFirst().joined(separator: " ") ?? "-")"
+        )
+        print(
+            "server requests for sunset.ppm after the gamma load: \(server.requests.filter { $0.hasSuffix("sunset.ppm") }.count)"
+        )
+
+        // 7. Priority: PNG bytes go to AuditingPNGCoder, added after the built-in PNGCoder.
         let png = try PNGCoder.shared.encode(sunset(width: 16, height: 16), as: .png, options: .init())
         let dataURL = URL(string: "data:image/png;base64,\(png.base64EncodedString())")!
         let pngResult = try await makeManager().loadImage(with: dataURL)

@@ -6,6 +6,14 @@ extension ImageFormat {
     static let ppm = ImageFormat(rawValue: "ppm")
 }
 
+/// A PPM decode option of this coder's own: a gamma applied to every sample while decoding (SDWebImage's custom
+/// `SDImageCoderOption` keys). It changes the image, so the SDK makes it part of the cache key (``changesImage``
+/// defaults to true): loads with different gammas never share a cache entry.
+enum PPMGamma: CoderOptionKey {
+    typealias Value = Double
+    static let name = "ppm.gamma"
+}
+
 /// Decodes and encodes binary PPM ("P6") images: the smallest complete ``ImageCoder``.
 ///
 /// What every coder must do, and where it happens here:
@@ -14,6 +22,7 @@ extension ImageFormat {
 /// - `decode` checks the pixel budget itself too (`options.checkPixelBudget`), because callers may decode
 ///   through the coder directly; it never trusts the header's size against the real byte count.
 /// - Errors are `ImageError`s with a code and stage.
+/// - Its own options arrive typed in `options.coderOptions` (``PPMGamma``).
 ///
 /// Stateless, so it is `Sendable` and safe to call from the SDK's decode threads concurrently.
 struct PPMCoder: ImageCoder {
@@ -44,11 +53,20 @@ struct PPMCoder: ImageCoder {
                 return UInt8(min(value, header.maxValue) * 255 / header.maxValue)
             }
         }
-        let full = PixelBuffer(width: header.width, height: header.height, layout: .rgb8, bytes: samples)
+        let gamma = options.coderOptions[PPMGamma.self] ?? 1
+        let corrected = gamma == 1 ? samples : Self.applying(gamma: gamma, to: samples)
+        let full = PixelBuffer(width: header.width, height: header.height, layout: .rgb8, bytes: corrected)
         return Image(pixels: Self.thumbnail(full, options: options), format: .ppm)
     }
 
     func canEncode(to format: ImageFormat) -> Bool { format == .ppm }
+
+    /// `value^(1/gamma)` per sample, through a 256-entry table.
+    private static func applying(gamma: Double, to samples: [UInt8]) -> [UInt8] {
+        let exponent = gamma > 0 && gamma.isFinite ? 1 / gamma : 1
+        let table = (0..<256).map { UInt8((pow(Double($0) / 255, exponent) * 255).rounded()) }
+        return samples.map { table[Int($0)] }
+    }
 
     /// Writes 8-bit P6; alpha is composited over `options.backgroundColor` because PPM has no alpha channel.
     func encode(_ image: Image, as format: ImageFormat, options: ImageEncodeOptions) throws -> Data {

@@ -1,0 +1,92 @@
+"""The two servers under test: how each is started, how a thumbnail is asked for, where its metrics are.
+
+This is the ONE place to change when the ThumbnailServer's command line, query format or metrics move (for
+example once it takes `format=`, refuses unsigned URLs unless a flag allows them, and serves Prometheus metrics on
+a port of its own). The environment overrides the ThumbnailServer's entries without editing this file:
+
+  SERVER_BIN            the built `thumbnail-server` (bench.sh builds it and sets this)
+  SERVER_ARGS           extra command-line arguments, split on spaces (e.g. "--allow-unsigned")
+  SERVER_ENV            extra environment, "NAME=value NAME2=value2"
+  SERVER_PATH           the request path template (placeholders below)
+  SERVER_METRICS_URL    the metrics URL template
+  SERVER_READY_PATH     a path polled until the server answers it (any status below 500)
+
+Placeholders: {port} {metrics_port} {workdir} {binary} in commands and environment; in request paths {source}
+(the source URL, absolute), {source_q} (the same, percent-encoded for a query parameter), {source_thumbor} (the
+source without its scheme, as thumbor takes it), {format} (jpeg, png, webp, avif), {mime} (image/jpeg, ...).
+"""
+
+import os
+
+FORMATS = ["jpeg", "png", "webp", "avif"]
+MIME = {"jpeg": "image/jpeg", "png": "image/png", "webp": "image/webp", "avif": "image/avif"}
+BOX = 512  # every request: fit inside BOX x BOX, in the source's format
+
+# --- The ThumbnailServer (Examples/ThumbnailServer, release build) -------------------------------------------
+# Today (main): GET /thumbnail?url=&w=&h=&fit=contain; the output format is negotiated from Accept (AVIF, WebP,
+# else PNG for images with alpha and JPEG for the rest), so `Accept: image/<format>` asks for the source's format.
+# Its caches: memory (thumbnails) + disk (the download and the thumbnail), on by default. Every request names a
+# source URL never asked before (a nonce in the path that nginx strips), so each request misses every cache
+# level and fetches its source from nginx, as a proxy's cold miss does; the caches still store what they would.
+SDK = {
+    "name": "ThumbnailServer",
+    "command": ["{binary}"] + os.environ.get("SERVER_ARGS", "").split(),
+    "env": {
+        "HOST": "127.0.0.1",
+        "PORT": "{port}",
+        "CACHE_DIR": "{workdir}/cache",
+        "ALLOWED_ORIGINS": "127.0.0.1",
+        **dict(kv.split("=", 1) for kv in os.environ.get("SERVER_ENV", "").split() if "=" in kv),
+    },
+    "path": os.environ.get("SERVER_PATH", "/thumbnail?url={source_q}&w=512&h=512&fit=contain"),
+    # Sent with every request; the format goes by Accept today. Keep it when `format=` lands: it is harmless.
+    "headers": {"Accept": "{mime}"},
+    "ready_path": os.environ.get("SERVER_READY_PATH", "/metrics"),
+    "metrics_url": os.environ.get("SERVER_METRICS_URL", "http://127.0.0.1:{port}/metrics"),
+    # Logical name -> the metric names that count it (Prometheus text; all series of a name are summed, labels
+    # ignored). The first name the server exposes wins; a quantity no name covers is reported as "not exposed".
+    "metrics": {
+        "requests": ["thumbnail_requests_total", "thumbnail_http_requests_total"],
+        "cache_hits": ["thumbnail_cache_hits_total"],
+        "cache_misses": ["thumbnail_cache_misses_total"],
+        "origin_requests": ["thumbnail_origin_requests_total", "thumbnail_origin_fetches_total"],
+        "decodes": ["thumbnail_decodes_total", "thumbnail_decode_seconds_count"],
+        "resizes": ["thumbnail_resizes_total", "thumbnail_resize_seconds_count"],
+        "encodes": ["thumbnail_encodes_total", "thumbnail_encode_seconds_count"],
+    },
+}
+
+# --- thumbor 7.8 (PyPI, in the build folder's virtualenv) ----------------------------------------------------
+# `fit-in/512x512` keeps the source's format. Its configuration (thumbor.conf, written by bench_proxy.py):
+# no source storage, no result storage (thumbor's default), JPEG/WebP/AVIF quality 80 as the ThumbnailServer's 0.8,
+# pycurl's client for fetching, as thumbor advises.
+THUMBOR = {
+    "name": "thumbor",
+    "command": ["{venv}/bin/thumbor", "--ip", "127.0.0.1", "--port", "{port}", "--conf", "{workdir}/thumbor.conf",
+                "--processes", "{processes}", "--log-level", "error"],
+    "env": {},
+    "path": "/unsafe/fit-in/512x512/{source_thumbor}",
+    "headers": {},
+    "ready_path": "/healthcheck",
+}
+
+THUMBOR_CONF = """\
+# Written by Benchmarks/proxy/bench_proxy.py.
+STORAGE = 'thumbor.storages.no_storage'      # no cache of the sources: every request fetches its source
+RESULT_STORAGE = None                         # no result cache (thumbor's default)
+QUALITY = 80                                  # JPEG; WebP and AVIF take the same (WEBP_QUALITY/AVIF_QUALITY None)
+HTTP_LOADER_CURL_ASYNC_HTTP_CLIENT = True     # pycurl, as thumbor's log advises
+HTTP_LOADER_MAX_CLIENTS = 64
+ALLOW_UNSAFE_URL = True
+MAX_AGE = 0
+"""
+
+# The configurations measured, alternated in this order in every round. `keepalive: False` sends
+# `Connection: close`, so every request opens a new connection and the kernel spreads them over thumbor's workers.
+CONFIGS = [
+    {"id": "sdk", "label": "ThumbnailServer", "server": "sdk", "keepalive": True},
+    {"id": "thumbor1", "label": "thumbor, 1 process", "server": "thumbor", "processes": 1, "keepalive": True},
+    {"id": "thumbor2", "label": "thumbor, 2 processes", "server": "thumbor", "processes": 2, "keepalive": True},
+    {"id": "thumbor2c", "label": "thumbor, 2 processes, new connection per request", "server": "thumbor",
+     "processes": 2, "keepalive": False},
+]
