@@ -33,10 +33,12 @@ public struct ThumbnailServer: Sendable {
     ) async throws {
         let setup = try Setup(configuration)
         for coder: any ImageCoder in [
-            PNGCoder.shared, JPEGCoder.shared, WebPCoder.shared, GIFCoder.shared, AVIFCoder.shared,
+            PNGCoder.shared, JPEGCoder.shared, WebPCoder.shared, GIFCoder.shared, AVIFCoder.shared, HEIFCoder.shared,
         ] {
             CodersManager.shared.addCoder(coder)
         }
+        // Sources with an ICC profile (or CMYK) are converted to sRGB at decode (SourceLimits.decodeOptions).
+        ColorConversion.register(LCMSColorConverter.shared)
         let metrics = ServerMetrics()
         let readiness = Readiness()
         let metricsPort = MetricsPort()

@@ -187,6 +187,34 @@ import WebImage
         }
     }
 
+    /// A source described by a Display P3 profile comes out as sRGB pixels with no profile: the colours change
+    /// (the conversion ran) and nothing but the pixels is carried.
+    @Test func colourIsConvertedToSRGB() async throws {
+        let profile = try Data(
+            contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+                .appendingPathComponent("../../../../Tests/ColorManagementTests/Fixtures/display-p3.icc"))
+        let width = 64
+        let bytes = [[UInt8]](repeating: [40, 170, 90], count: width * width).flatMap { $0 }
+        let image = Image(
+            pixels: PixelBuffer(width: width, height: width, layout: .rgb8, bytes: bytes), format: .png,
+            metadata: ImageMetadata(iccProfile: [UInt8](profile)))
+        let source = try PNGCoder.shared.encode(image, as: .png, options: ImageEncodeOptions())
+        #expect(try PNGCoder.shared.decode(source, options: ImageDecodeOptions()).metadata.iccProfile != nil)
+        let origin = TestOrigin(["/p3.png": .init(data: source, contentType: "image/png")])
+        try await Live.withOrigin(origin) { originBase, _ in
+            try await Live.withServer { _, base in
+                let reply = try await Live.get(
+                    base + Live.thumbnailPath(source: originBase + "/p3.png", "w=32&format=png"))
+                let thumbnail = try reply.image()
+                #expect(thumbnail.metadata.iccProfile == nil)
+                let (r, g, b) = TestImages.rgb(thumbnail, 16, 16)
+                // P3 (40, 170, 90) is a more saturated green than sRGB (40, 170, 90): in sRGB, red drops and
+                // green rises.
+                #expect(r < 30 && g > 170, "sRGB \(r), \(g), \(b)")
+            }
+        }
+    }
+
     @Test func presetsAndPresetsOnly() async throws {
         let origin = try Self.origin()
         try await Live.withOrigin(origin) { originBase, _ in

@@ -11,8 +11,8 @@ import ThumbnailQuery
 /// frame, from the header), the frame limit and the animation's summed pixels are the SDK's budgets, set from
 /// ``SourceLimits``. Then the exact step: a crop at the gravity (``SmartCrop`` for `smart`) and a Lanczos-3
 /// resize when the decoder's size is not already the output size. Encode: the output format from
-/// ``ThumbnailQuery/OutputEncoding``, the quality for that format, metadata stripped (the encoders write no EXIF
-/// or XMP; the ICC profile is kept so colours stay right, and dropped once the pixels are converted to sRGB).
+/// ``ThumbnailQuery/OutputEncoding``, the quality for that format, metadata stripped (the pixels were converted to
+/// sRGB at decode, so no ICC profile is needed; the encoders write no EXIF or XMP).
 ///
 /// All of it runs as one job on the manager's CPU pool (never on the cooperative pool or an event loop), and each
 /// stage's time is measured. Thread-safe.
@@ -121,9 +121,9 @@ struct Renderer: Sendable {
         return turned ? PixelSize(width: height, height: width) : PixelSize(width: width, height: height)
     }
 
-    /// Metadata as written to the thumbnail: orientation applied, no EXIF; the ICC profile kept.
+    /// Metadata as written to the thumbnail: orientation applied, no EXIF, no ICC profile (the pixels are sRGB).
     static func strippedMetadata(_ metadata: ImageMetadata) -> ImageMetadata {
-        var stripped = ImageMetadata(orientation: .up, iccProfile: metadata.iccProfile, isTransformed: true)
+        var stripped = ImageMetadata(orientation: .up, isTransformed: true)
         stripped.sourcePixelWidth = metadata.sourcePixelWidth
         stripped.sourcePixelHeight = metadata.sourcePixelHeight
         return stripped
@@ -138,13 +138,14 @@ struct SourceLimits: Sendable, Equatable {
     /// Frames an animated source may have.
     var maxFrames: Int
 
-    /// Decode options carrying the limits (and, once the SDK has it, the conversion to sRGB).
+    /// Decode options carrying the limits and the conversion to sRGB.
     func decodeOptions(firstFrameOnly: Bool) -> ImageDecodeOptions {
         var options = ImageDecodeOptions(maxPixelCount: maxPixels, firstFrameOnly: firstFrameOnly)
         options.animationBudget = AnimationBudget(
             maxFrameCount: maxFrames, maxPixelCount: maxPixels, maxWorkPixelCount: maxPixels, onExceeded: .fail)
-        // COLOUR: when ImageDecodeOptions gains the ICC → sRGB conversion (issue: colour management), turn it on
-        // here, and drop the profile in Renderer.strippedMetadata once the pixels are sRGB.
+        // Colour: pixels described by an ICC profile (and CMYK) become sRGB at decode (ColorManagement's lcms2
+        // converter, registered by the server), so the thumbnail needs no profile and browsers show it right.
+        options.convertToSRGB = true
         return options
     }
 
