@@ -29,7 +29,7 @@ enum GalleryPage {
             </style></head>
             <body><h1>Thumbnail server</h1>
             <p>200×200 thumbnails of the sample images, made by <code>GET /thumbnail</code>.
-            Counters: <a href="/metrics">/metrics</a>.</p>
+            Health: <a href="/health">/health</a>, <a href="/ready">/ready</a>.</p>
             \(rows.joined(separator: "\n"))
             <script>
             // After every image settled, record how many there are and how many failed, so a headless browser
