@@ -83,8 +83,8 @@ import WebImage
         }
     }
 
-    /// Replica B serves a thumbnail replica A made, from Redis, with no origin request; a burst at both makes one
-    /// origin request.
+    /// Replica B serves a thumbnail replica A made, from Redis, with no origin request; bursts at both make one
+    /// origin request each (JPEG, GIF, WebP), and a 404 or `no-store` source never leaves a request waiting on a lease.
     @Test(.enabled(if: External.redisTestsRun, "redis-server not installed (apt-get install redis-server)"))
     func secondReplicaServesTheFirstOnesThumbnailFromRedis() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("fleet-\(UUID())")
@@ -92,9 +92,18 @@ import WebImage
         defer { try? FileManager.default.removeItem(at: directory) }
         let (redis, redisPort) = try await External.startRedis(in: directory)
         defer { redis.stop() }
+        let spinner = try GIFCoder.shared.encode(
+            SampleImages.spinner(width: 160, height: 100, frames: 3), as: .gif, options: ImageEncodeOptions())
+        let banner = try WebPCoder.shared.encode(
+            SampleImages.landscape(width: 600, height: 200), as: .webp, options: ImageEncodeOptions())
         let origin = TestOrigin([
             "/photo.jpg": .init(data: try TestImages.jpeg()),
             "/burst.jpg": .init(data: try TestImages.jpeg(width: 640, height: 400), delay: 0.3),
+            "/burst.gif": .init(data: spinner, contentType: "image/gif", delay: 0.3),
+            "/burst.webp": .init(data: banner, contentType: "image/webp", delay: 0.3),
+            "/gone.jpg": .init(status: 404, delay: 0.3),
+            "/private.jpg": .init(
+                data: try TestImages.jpeg(width: 320, height: 200), headers: ["Cache-Control": "no-store"], delay: 0.3),
         ])
         try await Live.withOrigin(origin) { originBase, _ in
             var replicas: [(External.Daemon, Int, Int)] = []
@@ -116,17 +125,30 @@ import WebImage
             let decodesOnB = try await Self.metric("thumbnail_decode_seconds_count", port: b.2)
             #expect(redisHits == 1 && decodesOnB == 0)
 
-            // A cold burst at both replicas: one origin request for the fleet.
-            let burst = Live.thumbnailPath(source: originBase + "/burst.jpg", "w=100")
-            let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
-                for index in 0..<10 {
-                    let port = index % 2 == 0 ? a.1 : b.1
-                    group.addTask { try await Live.get("http://127.0.0.1:\(port)\(burst)").status }
+            // Cold bursts at both replicas, five requests each: one origin request for the fleet per burst of
+            // JPEG, GIF and WebP thumbnails; a 404 and a `no-store` source end the lease at once (the not-stored
+            // mark), so no request waits for the lease to expire (10 s): every answer comes well within that.
+            for (source, query, status, maxOriginRequests) in [
+                ("/burst.jpg", "w=100", 200, 1), ("/burst.gif", "w=100&format=gif", 200, 1),
+                ("/burst.webp", "w=100&format=webp", 200, 1), ("/gone.jpg", "w=100", 404, 2),
+                ("/private.jpg", "w=100", 200, 2),
+            ] {
+                let burst = Live.thumbnailPath(source: originBase + source, query)
+                let start = ContinuousClock.now
+                let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                    for index in 0..<10 {
+                        let port = index % 2 == 0 ? a.1 : b.1
+                        group.addTask { try await Live.get("http://127.0.0.1:\(port)\(burst)").status }
+                    }
+                    return try await group.reduce(into: [Int]()) { $0.append($1) }
                 }
-                return try await group.reduce(into: [Int]()) { $0.append($1) }
+                let elapsed = ContinuousClock.now - start
+                #expect(statuses == Array(repeating: status, count: 10), "\(source): \(statuses)")
+                #expect(
+                    origin.hits(source) >= 1 && origin.hits(source) <= maxOriginRequests,
+                    "\(source): \(origin.hits(source))")
+                #expect(elapsed < .seconds(8), "\(source): a request waited on a lease (\(elapsed))")
             }
-            #expect(statuses == Array(repeating: 200, count: 10))
-            #expect(origin.hits("/burst.jpg") == 1)
         }
         let keys = try await External.run(
             External.redisCLI, ["-p", String(redisPort), "--scan", "--pattern", "thumbnail-server:*"])
