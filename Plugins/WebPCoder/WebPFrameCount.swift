@@ -2,7 +2,8 @@ import Foundation
 
 /// Counts the frames of a WebP file from its RIFF chunks, without decoding (what ``WebPCoder/probe(_:)`` reports).
 enum WebPFrameCount {
-    /// 1 for a still; the number of `ANMF` chunks of an animation; nil when the chunks end early (a prefix).
+    /// 1 for a still; the number of `ANMF` chunks of an animation; nil when the chunks end early (a prefix) or an
+    /// animation has none.
     static func count(_ data: Data, hasAnimation: Bool) -> Int? {
         guard hasAnimation else { return 1 }
         return data.withUnsafeBytes { raw -> Int? in
@@ -24,7 +25,7 @@ enum WebPFrameCount {
                 guard padded <= bytes.count - offset - 8 else { return nil }
                 offset += 8 + padded
             }
-            return frames
+            return frames > 0 ? frames : nil  // an animation without frames: the decoder says what is wrong
         }
     }
 }

@@ -141,8 +141,11 @@ struct LeaseLifecycleTests {
         }
         // No lease outlives its fetch: gone, or the short "nothing to share" mark; and neither replica thinks it
         // still holds one.
+        // The waiter's own store (it took the fetch over) may still be in flight: its load did not wait for it.
         for _ in 0..<200 {
-            if holderRedis.heldLeases.withLock({ $0.isEmpty }) { break }
+            if holderRedis.heldLeases.withLock({ $0.isEmpty }) && waiterRedis.heldLeases.withLock({ $0.isEmpty }) {
+                break
+            }
             try await Task.sleep(nanoseconds: 10_000_000)
         }
         let value = try await server.cli(["GET", lease]).trimmingCharacters(in: .whitespacesAndNewlines)
