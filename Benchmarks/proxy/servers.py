@@ -23,9 +23,10 @@ MIME = {"jpeg": "image/jpeg", "png": "image/png", "webp": "image/webp", "avif": 
 BOX = 512  # every request: fit inside BOX x BOX, in the source's format
 
 # --- The ThumbnailServer (Examples/ThumbnailServer, release build) -------------------------------------------
-# Today (main): GET /thumbnail?url=&w=&h=&fit=contain; the output format is negotiated from Accept (AVIF, WebP,
-# else PNG for images with alpha and JPEG for the rest), so `Accept: image/<format>` asks for the source's format.
-# Its caches: memory (thumbnails) + disk (the download and the thumbnail), on by default. Every request names a
+# GET /thumbnail?url=&w=&h=&fit=contain&format=source (the source's format); unsigned URLs only with
+# ALLOW_UNSIGNED=1, and the nginx origin on 127.0.0.1 only with ALLOWED_ADDRESSES naming it (the source policy
+# refuses loopback by the resolved address otherwise). Metrics on their own port (METRICS_PORT), readiness at
+# /health. Its caches: sources and results, memory + disk, on by default (the default configuration). Every request names a
 # source URL never asked before (a nonce in the path that nginx strips), so each request misses every cache
 # level and fetches its source from nginx, as a proxy's cold miss does; the caches still store what they would.
 SDK = {
@@ -36,13 +37,16 @@ SDK = {
         "PORT": "{port}",
         "CACHE_DIR": "{workdir}/cache",
         "ALLOWED_ORIGINS": "127.0.0.1",
+        "ALLOW_UNSIGNED": "1",
+        "ALLOWED_ADDRESSES": "127.0.0.1/32",
+        "METRICS_PORT": "{metrics_port}",
         **dict(kv.split("=", 1) for kv in os.environ.get("SERVER_ENV", "").split() if "=" in kv),
     },
-    "path": os.environ.get("SERVER_PATH", "/thumbnail?url={source_q}&w=512&h=512&fit=contain"),
+    "path": os.environ.get("SERVER_PATH", "/thumbnail?url={source_q}&w=512&h=512&fit=contain&format=source"),
     # Sent with every request; the format goes by Accept today. Keep it when `format=` lands: it is harmless.
     "headers": {"Accept": "{mime}"},
-    "ready_path": os.environ.get("SERVER_READY_PATH", "/metrics"),
-    "metrics_url": os.environ.get("SERVER_METRICS_URL", "http://127.0.0.1:{port}/metrics"),
+    "ready_path": os.environ.get("SERVER_READY_PATH", "/health"),
+    "metrics_url": os.environ.get("SERVER_METRICS_URL", "http://127.0.0.1:{metrics_port}/metrics"),
     # Logical name -> the metric names that count it (Prometheus text; all series of a name are summed, labels
     # ignored). The first name the server exposes wins; a quantity no name covers is reported as "not exposed".
     "metrics": {
