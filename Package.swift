@@ -43,7 +43,9 @@ let package = Package(
         .systemLibrary(
             name: "CJPEG", path: "Plugins/CJPEG", pkgConfig: "libturbojpeg",
             providers: [.apt(["libjpeg62-turbo-dev", "libturbojpeg0-dev", "libjpeg-turbo8-dev"])]),
-        .target(name: "CPNGShim", dependencies: ["CPNG"], path: "Plugins/CPNGShim"),
+        // zlib: the CRC-32 of the chunks the APNG decoder and encoder write (libpng links it anyway).
+        .target(
+            name: "CPNGShim", dependencies: ["CPNG"], path: "Plugins/CPNGShim", linkerSettings: [.linkedLibrary("z")]),
         .systemLibrary(
             name: "CWebP", path: "Plugins/CWebP", pkgConfig: "libwebp",
             providers: [.apt(["libwebp-dev"])]),
