@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "WebPCoder", targets: ["WebPCoder"]),
         .library(name: "GIFCoder", targets: ["GIFCoder"]),
         .library(name: "AVIFCoder", targets: ["AVIFCoder"]),
+        .library(name: "JXLCoder", targets: ["JXLCoder"]),
         .library(name: "MemoryCache", targets: ["MemoryCache"]),
         .library(name: "DiskCache", targets: ["DiskCache"]),
         .library(name: "HTTPLoader", targets: ["HTTPLoader"]),
@@ -56,6 +57,10 @@ let package = Package(
         .systemLibrary(
             name: "CAVIF", path: "Plugins/CAVIF",
             providers: [.apt(["libavif-dev"])]),
+        // No pkgConfig: libjxl.pc pulls -DHWY_SHARED_DEFINE from libhwy, which SwiftPM refuses with a warning.
+        .systemLibrary(
+            name: "CJXL", path: "Plugins/CJXL",
+            providers: [.apt(["libjxl-dev"])]),
 
         // MARK: Coder plugins
         .target(name: "PNGCoder", dependencies: ["ImageCore", "CPNG", "CPNGShim"], path: "Plugins/PNGCoder"),
@@ -63,6 +68,7 @@ let package = Package(
         .target(name: "WebPCoder", dependencies: ["ImageCore", "CWebP"], path: "Plugins/WebPCoder"),
         .target(name: "GIFCoder", dependencies: ["ImageCore", "CGIF"], path: "Plugins/GIFCoder"),
         .target(name: "AVIFCoder", dependencies: ["ImageCore", "CAVIF"], path: "Plugins/AVIFCoder"),
+        .target(name: "JXLCoder", dependencies: ["ImageCore", "CJXL"], path: "Plugins/JXLCoder"),
 
         // MARK: Cache plugins
         .target(name: "MemoryCache", dependencies: ["ImageCore"], path: "Plugins/MemoryCache"),
@@ -109,7 +115,7 @@ let package = Package(
             name: "WebImage",
             dependencies: [
                 "ImageCore", "PNGCoder", "JPEGCoder", "WebPCoder", "GIFCoder", "MemoryCache", "DiskCache",
-                "HTTPLoader", "ImageTransformers", "AVIFCoder",
+                "HTTPLoader", "ImageTransformers", "AVIFCoder", "JXLCoder",
             ],
             path: "Sources/WebImage"),
         .executableTarget(
@@ -140,9 +146,12 @@ let package = Package(
         .testTarget(name: "WebPCoderTests", dependencies: ["WebPCoder", "ImageTestSupport"]),
         .testTarget(name: "GIFCoderTests", dependencies: ["GIFCoder", "ImageTestSupport"]),
         .testTarget(name: "AVIFCoderTests", dependencies: ["AVIFCoder", "CAVIF", "ImageTestSupport"]),
+        .testTarget(name: "JXLCoderTests", dependencies: ["JXLCoder", "CJXL", "ImageTestSupport"]),
         .testTarget(
             name: "CoderConformanceTests",
-            dependencies: ["PNGCoder", "JPEGCoder", "WebPCoder", "GIFCoder", "AVIFCoder", "ImageTestSupport"]),
+            dependencies: [
+                "PNGCoder", "JPEGCoder", "WebPCoder", "GIFCoder", "AVIFCoder", "JXLCoder", "ImageTestSupport",
+            ]),
         .testTarget(name: "MemoryCacheTests", dependencies: ["MemoryCache", "ImageTestSupport"]),
         .testTarget(
             name: "DiskCacheTests",
@@ -184,7 +193,7 @@ var keptTargets: Set<String>? = nil
 if Context.environment["WEBIMAGE_CODERS_ONLY"] == "1" {
     keptTargets = [
         "PNGCoderTests", "JPEGCoderTests", "WebPCoderTests", "GIFCoderTests", "AVIFCoderTests",
-        "CoderConformanceTests", "ImageTransformers",
+        "JXLCoderTests", "CoderConformanceTests", "ImageTransformers",
     ]
 }
 if let list = Context.environment["WEBIMAGE_TARGETS"], !list.isEmpty {

@@ -107,7 +107,7 @@ struct APNGStructure: Sendable {
         var control: AnimationControl?
         var count = 0
         var decided = false
-        walk(bytes) { type, offset, length in
+        let overrun = walk(bytes) { type, offset, length in
             switch type {
             case "acTL":
                 count += 1
@@ -121,6 +121,8 @@ struct APNGStructure: Sendable {
             }
             return true
         }
+        // A prefix that ends inside the first IDAT has all the chunks that come before it.
+        if overrun?.type == "IDAT" { decided = true }
         guard count == 1, let control, control.numFrames >= 1, control.numFrames <= Int(Int32.max) else {
             return (nil, decided)
         }

@@ -5,6 +5,7 @@
 @_exported import ImageCore
 @_exported import ImageTransformers
 @_exported import JPEGCoder
+@_exported import JXLCoder
 @_exported import MemoryCache
 @_exported import PNGCoder
 @_exported import WebPCoder
@@ -25,7 +26,7 @@ private let registration = Locked<DefaultPlugins?>(nil)
 
 /// Registers every plugin of the SDK for users who want everything with one call.
 ///
-/// Adds the PNG, JPEG, WebP, GIF and AVIF coders to ``CodersManager/shared``; sets ``ImageManager/defaultImageCache``
+/// Adds the PNG (and APNG), JPEG, WebP, GIF, AVIF and JPEG XL coders to ``CodersManager/shared``; sets ``ImageManager/defaultImageCache``
 /// to a ``CachesManager`` of `memoryCache` then `diskCache`; adds `httpLoader` to ``LoadersManager/shared``
 /// (beside the file and `data:` loaders) and makes that the default loader. Call it before the first use of
 /// ``ImageManager/shared``. Calling it again returns the first registration and changes nothing.
@@ -37,6 +38,7 @@ public func registerDefaultPlugins(
         if let current { return current }
         for coder: any ImageCoder in [
             PNGCoder.shared, JPEGCoder.shared, WebPCoder.shared, GIFCoder.shared, AVIFCoder.shared,
+            JXLCoder.shared,
         ] {
             CodersManager.shared.addCoder(coder)
         }

@@ -206,6 +206,8 @@ import Testing
         #expect(PNGCoder.shared.probe(data.prefix(33))?.frameCount == nil)
         #expect(PNGCoder.shared.probe(data.prefix(33))?.width == 2)
         #expect(PNGCoder.shared.probe(data)?.frameCount == 2)
+        let insideIDAT = data.range(of: Data("IDAT".utf8))!.upperBound + 10
+        #expect(PNGCoder.shared.probe(data.prefix(insideIDAT))?.frameCount == 2, "every chunk before IDAT is there")
     }
 }
 
