@@ -46,6 +46,8 @@ let package = Package(
         ),
         // Raw libavif calls, the AVIF baseline (its own target so only the AVIF suite links libavif).
         .target(name: "CAVIFBaseline", path: "Sources/CAVIFBaseline", linkerSettings: [.linkedLibrary("avif")]),
+        // Raw libjxl calls (djxl's decode loop, and the encoder that makes the inputs), the JPEG XL baseline.
+        .target(name: "CJXLBaseline", path: "Sources/CJXLBaseline", linkerSettings: [.linkedLibrary("jxl")]),
         // Writes the benchmark inputs to a directory for vips / Pillow / nginx (run.sh calls it).
         .executableTarget(
             name: "ExportInputs",
@@ -100,6 +102,18 @@ let package = Package(
             name: "AVIFBenchmarks",
             dependencies: [benchmark, "BenchSupport", "BenchMetrics", "CAVIFBaseline"] + sdk("ImageCore", "AVIFCoder"),
             path: "Benchmarks/AVIFBenchmarks",
+            plugins: benchmarkPlugin
+        ),
+        .executableTarget(
+            name: "JXLBenchmarks",
+            dependencies: [benchmark, "BenchSupport", "BenchMetrics", "CJXLBaseline"] + sdk("ImageCore", "JXLCoder"),
+            path: "Benchmarks/JXLBenchmarks",
+            plugins: benchmarkPlugin
+        ),
+        .executableTarget(
+            name: "APNGBenchmarks",
+            dependencies: [benchmark, "BenchSupport", "BenchMetrics"] + sdk("ImageCore", "PNGCoder"),
+            path: "Benchmarks/APNGBenchmarks",
             plugins: benchmarkPlugin
         ),
         .executableTarget(

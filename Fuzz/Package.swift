@@ -13,6 +13,7 @@ let sdk: [Target.Dependency] = [
     .product(name: "WebPCoder", package: "WebImage"),
     .product(name: "GIFCoder", package: "WebImage"),
     .product(name: "AVIFCoder", package: "WebImage"),
+    .product(name: "JXLCoder", package: "WebImage"),
     .product(name: "ImageTransformers", package: "WebImage"),
 ]
 
@@ -41,6 +42,8 @@ let package = Package(
         fuzzTarget("progressive"),
         fuzzTarget("roundtrip"),
         fuzzTarget("avif-decode"),
+        fuzzTarget("apng-decode"),
+        fuzzTarget("jxl-decode"),
         fuzzTarget("cache-control", product: "ImageCore"),
         fuzzTarget("http-headers", product: "HTTPLoader"),
         fuzzTarget("disk-entry", product: "DiskCache"),

@@ -133,7 +133,8 @@ enum JXLEncoder {
             if animated {
                 var header = JxlFrameHeader()
                 JxlEncoderInitFrameHeader(&header)
-                header.duration = UInt32(max(0, min(Double(UInt32.max), (frame.duration * 1000).rounded())))
+                // At least one tick: a JPEG XL frame of duration 0 is a layer of the next frame, not a frame.
+                header.duration = UInt32(max(1, min(Double(UInt32.max), (frame.duration * 1000).rounded())))
                 try handle.check(JxlEncoderSetFrameHeader(settings, &header), "cannot set frame \(index)'s header")
             }
             let pixels = tight(frame.pixels)

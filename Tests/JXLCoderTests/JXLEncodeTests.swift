@@ -73,6 +73,17 @@ import Testing
         #expect(JXLCoder.shared.probe(data)?.frameCount == nil, "an animation's count needs the frame walk")
     }
 
+    /// In JPEG XL a frame of duration 0 is a layer of the next frame; the encoder gives every frame at least one
+    /// tick so an animation keeps its frames.
+    @Test func zeroDurationFramesStayFrames() throws {
+        let frames = (0..<3).map { ImageFrame(pixels: Self.pixels(.gray8, shift: $0 * 30), duration: 0) }
+        let data = try JXLCoder.shared.encode(
+            Image(frames: frames), as: .jxl, options: ImageEncodeOptions(lossless: true))
+        let decoded = try JXLCoder.shared.decode(data, options: ImageDecodeOptions(preloadAllFrames: true))
+        #expect(decoded.frameCount == 3)
+        #expect(decoded.frames.map(\.pixels) == frames.map(\.pixels))
+    }
+
     @Test func keptOrientationIsWrittenIntoTheCodestream() throws {
         let stored = Self.pixels(.rgb8)
         let image = Image(
