@@ -97,6 +97,24 @@ import Testing
         #expect(JXLCoder.shared.probe(boxed) == JXLCoder.shared.probe(bare))
     }
 
+    /// A container's `Exif` box (here after the codestream box) becomes the image's EXIF, from the TIFF header on.
+    @Test func theExifBoxIsCarriedInTheMetadata() throws {
+        let codestream = [UInt8](JXLTestFiles.make(JXLTestFiles.Spec()))
+        let tiff: [UInt8] = [0x4D, 0x4D, 0, 0x2A, 0, 0, 0, 8, 0, 0]
+        func box(_ type: String, _ payload: [UInt8]) -> [UInt8] {
+            let size = UInt32(8 + payload.count)
+            return [UInt8(size >> 24), UInt8(size >> 16 & 0xFF), UInt8(size >> 8 & 0xFF), UInt8(size & 0xFF)]
+                + Array(type.utf8) + payload
+        }
+        var file: [UInt8] = [0, 0, 0, 0x0C, 0x4A, 0x58, 0x4C, 0x20, 0x0D, 0x0A, 0x87, 0x0A]
+        file += box("ftyp", Array("jxl ".utf8) + [0, 0, 0, 0] + Array("jxl ".utf8))
+        file += box("jxlc", codestream)
+        file += box("Exif", [0, 0, 0, 2, 0xAA, 0xBB] + tiff)  // a 2-byte gap before the TIFF header
+        let image = try Self.decode(Data(file))
+        #expect(image.metadata.exif == tiff)
+        #expect(image.pixels == (try Self.decode(Data(codestream))).pixels)
+    }
+
     /// The size header the coder reads itself agrees with libjxl for random sizes (every ratio and distribution).
     @Test func theProbedSizeIsTheDecodedSize() throws {
         let seed = UInt64(ProcessInfo.processInfo.environment["JXL_SEED"] ?? "") ?? UInt64.random(in: 1...UInt64.max)
