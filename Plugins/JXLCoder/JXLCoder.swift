@@ -141,7 +141,7 @@ public final class JXLCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendable
     public func canIncrementallyDecode(_ data: Data) -> Bool { canDecode(data) }
 
     /// A decoder that shows libjxl's progressive steps (the 1:8 DC image, then each pass) of the first frame as
-    /// bytes arrive; see ``JXLIncrementalDecoder``.
+    /// bytes arrive; the final image is exactly a full decode.
     public func makeIncrementalDecoder(options: ImageDecodeOptions) -> any IncrementalImageDecoder {
         JXLIncrementalDecoder(coder: self, options: options)
     }
