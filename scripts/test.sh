@@ -19,7 +19,8 @@ $swift build --build-tests
 # One test target at a time: several suites measure scheduling (a starved cooperative pool, timeouts against a
 # stalling server), which the CPU-heavy coder and conformance suites would disturb on a 2-core machine.
 targets=(ImageCoreTests HTTPLoaderTests MemoryCacheTests DiskCacheTests PNGCoderTests JPEGCoderTests
-    WebPCoderTests GIFCoderTests AVIFCoderTests CoderConformanceTests ImageTransformersTests WebImageTests RedisCacheTests)
+    WebPCoderTests GIFCoderTests AVIFCoderTests JXLCoderTests CoderConformanceTests ImageTransformersTests WebImageTests
+    RedisCacheTests)
 : > .build/test-output.txt
 for target in "${targets[@]}"; do
     step "$target"
