@@ -144,8 +144,8 @@ struct APNGStructure: Sendable {
     /// Reads the frame index of `bytes`, a whole file whose signature and IHDR were checked by ``PNGChunks`` and
     /// whose ``animationControl(_:)`` is `control`.
     ///
-    /// With `stopAfterFirstFrame` the walk ends once the first frame's data is complete, so later damage goes
-    /// unnoticed (what a first-frame decode wants).
+    /// With `stopAfterFirstFrame` the walk ends once the first frame's data is complete, so later damage, missing
+    /// frames or a cut after the first frame's data go unnoticed (what a first-frame decode wants).
     /// - Throws: ``ImageError/Code/badImageData`` naming the damage (see the type's rules).
     static func scan(
         _ bytes: UnsafeRawBufferPointer, control: AnimationControl, stopAfterFirstFrame: Bool
@@ -168,9 +168,15 @@ struct APNGStructure: Sendable {
         }
         if let failure { throw failure }
         if let overrun {
-            throw damaged("the \(overrun.type) chunk at byte \(overrun.offset) runs past the end of the data")
+            // A first-frame decode only needs the first frame whole: a cut after its data (not inside a data chunk,
+            // which may still belong to it) is the rest of the file missing, as with a truncated download.
+            let firstFrameWhole = state.frameCount >= 1 || state.openHasData
+            let inFrameData = overrun.type == "IDAT" || overrun.type == "fdAT"
+            guard stopAfterFirstFrame, firstFrameWhole, !inFrameData else {
+                throw damaged("the \(overrun.type) chunk at byte \(overrun.offset) runs past the end of the data")
+            }
         }
-        try result.finish(state, stoppedEarly: state.stopped)
+        try result.finish(state, stoppedEarly: state.stopped || stopAfterFirstFrame)
         return result
     }
 

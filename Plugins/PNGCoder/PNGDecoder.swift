@@ -19,13 +19,15 @@ enum PNGDecoder {
     static func decode(_ data: Data, options: ImageDecodeOptions) throws -> Image {
         let chunks = try header(of: data, scanAll: true)
         try options.checkPixelBudget(width: chunks.width, height: chunks.height)
+        // An animation's chunk walk refuses chunks that run past the end itself (and libpng only ever sees the
+        // complete chunks of each frame's stream).
+        if let control = data.withUnsafeBytes({ APNGStructure.animationControl($0) }).control {
+            return try APNGDecoder.decode(data, header: chunks, control: control, options: options)
+        }
         if let overlong = chunks.overlongChunk {
             // Refused before libpng would allocate (and zero) the declared length for data that is not there.
             throw PNGStatus.badData(
                 "\(overlong.type) chunk declares \(overlong.length) bytes past the end of the data")
-        }
-        if let control = data.withUnsafeBytes({ APNGStructure.animationControl($0) }).control {
-            return try APNGDecoder.decode(data, header: chunks, control: control, options: options)
         }
         var pixels = try decodePixels(data, chunks: chunks)
         let target = options.targetSize(forSourceWidth: pixels.width, height: pixels.height)

@@ -203,6 +203,22 @@ import Testing
         Self.expectFailure(data, .badImageData, "bad sequence number in frame 1")
     }
 
+    @Test func aFirstFrameDecodeOfATruncatedAnimationNeedsOnlyTheFirstFrame() throws {
+        let data = APNGFixtures.file(Self.chunks())
+        // Cut inside the second fcTL: frame 0 (fcTL + fdAT) is whole, the rest is missing.
+        let secondFCTL = data.ranges(of: Data("fcTL".utf8))[1].lowerBound
+        let cut = data.prefix(secondFCTL + 10)
+        let first = try PNGCoder.shared.decode(cut, options: ImageDecodeOptions(firstFrameOnly: true))
+        #expect(first.frameCount == 1)
+        #expect(Array(first.pixels.pixel(x: 0, y: 0)) == Self.red)
+        Self.expectFailure(cut, .badImageData, "cut inside the second fcTL, every frame asked for")
+        // A cut inside the first frame's own data still fails, first frame or not.
+        let firstFDAT = data.ranges(of: Data("fdAT".utf8))[0].lowerBound
+        #expect(throws: ImageError.self) {
+            try PNGCoder.shared.decode(data.prefix(firstFDAT + 20), options: ImageDecodeOptions(firstFrameOnly: true))
+        }
+    }
+
     // MARK: Budgets, checked before any pixel is decoded
 
     static func animation(frames count: Int, width: Int = 8, height: Int = 8) -> Data {
