@@ -124,7 +124,9 @@ final class APNGCompositor {
     }
 
     /// Straight-alpha "over", the formula of the APNG reference decoder (apngdis): exact for opaque and fully
-    /// transparent source pixels, integer arithmetic otherwise.
+    /// transparent source pixels; otherwise colour = (src × sa + dst × da × (1 − sa)) / alpha rounded, with one
+    /// reciprocal per pixel (the numerators stay below 2^24, so `Float` holds them exactly; a result may differ
+    /// by one from exact rounding when it falls on a half).
     @inline(__always)
     static func blendOver(_ src: UnsafePointer<UInt8>, onto dst: UnsafeMutablePointer<UInt8>, pixels: Int) {
         for p in 0..<pixels {
@@ -149,7 +151,11 @@ final class APNGCompositor {
             let u = sa * 255
             let v = (255 - sa) * da
             let total = u + v
-            for c in 0..<3 { dst[i + c] = UInt8((Int(src[i + c]) * u + Int(dst[i + c]) * v + total / 2) / total) }
+            let reciprocal = 1 / Float(total)
+            for c in 0..<3 {
+                let value = Float(Int(src[i + c]) * u + Int(dst[i + c]) * v) * reciprocal + 0.5
+                dst[i + c] = UInt8(min(255, value))
+            }
             dst[i + 3] = UInt8((total + 127) / 255)
         }
     }
