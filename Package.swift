@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "AVIFCoder", targets: ["AVIFCoder"]),
         .library(name: "HEIFCoder", targets: ["HEIFCoder"]),
         .library(name: "ColorManagement", targets: ["ColorManagement"]),
+        .library(name: "JXLCoder", targets: ["JXLCoder"]),
         .library(name: "MemoryCache", targets: ["MemoryCache"]),
         .library(name: "DiskCache", targets: ["DiskCache"]),
         .library(name: "HTTPLoader", targets: ["HTTPLoader"]),
@@ -47,7 +48,9 @@ let package = Package(
         .systemLibrary(
             name: "CJPEG", path: "Plugins/CJPEG", pkgConfig: "libturbojpeg",
             providers: [.apt(["libjpeg62-turbo-dev", "libturbojpeg0-dev", "libjpeg-turbo8-dev"])]),
-        .target(name: "CPNGShim", dependencies: ["CPNG"], path: "Plugins/CPNGShim"),
+        // zlib: the CRC-32 of the chunks the APNG decoder and encoder write (libpng links it anyway).
+        .target(
+            name: "CPNGShim", dependencies: ["CPNG"], path: "Plugins/CPNGShim", linkerSettings: [.linkedLibrary("z")]),
         .systemLibrary(
             name: "CWebP", path: "Plugins/CWebP", pkgConfig: "libwebp",
             providers: [.apt(["libwebp-dev"])]),
@@ -67,6 +70,10 @@ let package = Package(
 
         // Extended attributes (fgetxattr & co., in libc but not in Swift's Glibc module), for DiskCache.
         .systemLibrary(name: "CXattr", path: "Plugins/CXattr"),
+        // No pkgConfig: libjxl.pc pulls -DHWY_SHARED_DEFINE from libhwy, which SwiftPM refuses with a warning.
+        .systemLibrary(
+            name: "CJXL", path: "Plugins/CJXL",
+            providers: [.apt(["libjxl-dev"])]),
 
         // MARK: Coder plugins
         .target(name: "PNGCoder", dependencies: ["ImageCore", "CPNG", "CPNGShim"], path: "Plugins/PNGCoder"),
@@ -78,6 +85,8 @@ let package = Package(
 
         // MARK: Colour management (ICC to sRGB on lcms2; ImageCore holds only the ColorConverter hook)
         .target(name: "ColorManagement", dependencies: ["ImageCore", "CLCMS2"], path: "Plugins/ColorManagement"),
+
+        .target(name: "JXLCoder", dependencies: ["ImageCore", "CJXL"], path: "Plugins/JXLCoder"),
 
         // MARK: Cache plugins
         .target(name: "MemoryCache", dependencies: ["ImageCore"], path: "Plugins/MemoryCache"),
@@ -124,7 +133,7 @@ let package = Package(
             name: "WebImage",
             dependencies: [
                 "ImageCore", "PNGCoder", "JPEGCoder", "WebPCoder", "GIFCoder", "MemoryCache", "DiskCache",
-                "HTTPLoader", "ImageTransformers", "AVIFCoder", "HEIFCoder", "ColorManagement",
+                "HTTPLoader", "ImageTransformers", "AVIFCoder", "HEIFCoder", "JXLCoder", "ColorManagement",
             ],
             path: "Sources/WebImage"),
         .executableTarget(
@@ -159,6 +168,7 @@ let package = Package(
         .testTarget(name: "WebPCoderTests", dependencies: ["WebPCoder", "ImageTestSupport"]),
         .testTarget(name: "GIFCoderTests", dependencies: ["GIFCoder", "ImageTestSupport"]),
         .testTarget(name: "AVIFCoderTests", dependencies: ["AVIFCoder", "CAVIF", "ImageTestSupport"]),
+        .testTarget(name: "JXLCoderTests", dependencies: ["JXLCoder", "CJXL", "ImageTestSupport"]),
         .testTarget(name: "HEIFCoderTests", dependencies: ["HEIFCoder", "CHEIF", "ImageTestSupport"]),
         .testTarget(
             name: "ColorManagementTests",
@@ -170,7 +180,7 @@ let package = Package(
         .testTarget(
             name: "CoderConformanceTests",
             dependencies: [
-                "PNGCoder", "JPEGCoder", "WebPCoder", "GIFCoder", "AVIFCoder", "HEIFCoder", "ImageTestSupport",
+                "PNGCoder", "JPEGCoder", "WebPCoder", "GIFCoder", "AVIFCoder", "HEIFCoder", "JXLCoder", "ImageTestSupport",
             ]),
         .testTarget(name: "MemoryCacheTests", dependencies: ["MemoryCache", "ImageTestSupport"]),
         .testTarget(
@@ -214,7 +224,7 @@ var keptTargets: Set<String>? = nil
 if Context.environment["WEBIMAGE_CODERS_ONLY"] == "1" {
     keptTargets = [
         "PNGCoderTests", "JPEGCoderTests", "WebPCoderTests", "GIFCoderTests", "AVIFCoderTests",
-        "HEIFCoderTests", "ColorManagementTests", "CoderConformanceTests", "ImageTransformers",
+        "HEIFCoderTests", "JXLCoderTests", "ColorManagementTests", "CoderConformanceTests", "ImageTransformers",
     ]
 }
 if let list = Context.environment["WEBIMAGE_TARGETS"], !list.isEmpty {

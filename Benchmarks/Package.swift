@@ -51,6 +51,8 @@ let package = Package(
             name: "CHEIFBaseline", path: "Sources/CHEIFBaseline",
             cSettings: [.unsafeFlags(["-I/usr/include/x86_64-linux-gnu", "-I/usr/include/aarch64-linux-gnu"])],
             linkerSettings: [.linkedLibrary("heif"), .linkedLibrary("lcms2")]),
+        // Raw libjxl calls (djxl's decode loop, and the encoder that makes the inputs), the JPEG XL baseline.
+        .target(name: "CJXLBaseline", path: "Sources/CJXLBaseline", linkerSettings: [.linkedLibrary("jxl")]),
         // Writes the benchmark inputs to a directory for vips / Pillow / nginx (run.sh calls it).
         .executableTarget(
             name: "ExportInputs",
@@ -112,6 +114,18 @@ let package = Package(
             dependencies: [benchmark, "BenchSupport", "BenchMetrics", "CHEIFBaseline"]
                 + sdk("ImageCore", "HEIFCoder", "ColorManagement"),
             path: "Benchmarks/HEIFBenchmarks",
+            plugins: benchmarkPlugin
+        ),
+        .executableTarget(
+            name: "JXLBenchmarks",
+            dependencies: [benchmark, "BenchSupport", "BenchMetrics", "CJXLBaseline"] + sdk("ImageCore", "JXLCoder"),
+            path: "Benchmarks/JXLBenchmarks",
+            plugins: benchmarkPlugin
+        ),
+        .executableTarget(
+            name: "APNGBenchmarks",
+            dependencies: [benchmark, "BenchSupport", "BenchMetrics"] + sdk("ImageCore", "PNGCoder"),
+            path: "Benchmarks/APNGBenchmarks",
             plugins: benchmarkPlugin
         ),
         .executableTarget(

@@ -51,7 +51,7 @@ command -v wrk >/dev/null || need+=(wrk)
 [[ -x /usr/sbin/nginx ]] || command -v nginx >/dev/null || need+=(nginx-light)
 $PY -c 'import httpx' 2>/dev/null || need+=(python3-httpx)
 command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null || need+=(redis-server redis-tools)
-for pkg in libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev libavif-dev libheif-dev liblcms2-dev; do
+for pkg in libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev libavif-dev libheif-dev liblcms2-dev libjxl-dev; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if ((${#need[@]})); then
@@ -72,7 +72,8 @@ log "2/7 build (release)"
 # Target by target, so one SDK plugin that does not compile costs only its own rows (reported as n/a).
 SKIP=()
 "$SWIFT" build -c release --product ExportInputs >&2
-for target in CoreBenchmarks CoderBenchmarks CacheBenchmarks TransformBenchmarks HTTPBenchmarks AVIFBenchmarks HEIFBenchmarks RedisBenchmarks; do
+for target in CoreBenchmarks CoderBenchmarks CacheBenchmarks TransformBenchmarks HTTPBenchmarks AVIFBenchmarks HEIFBenchmarks \
+    RedisBenchmarks JXLBenchmarks APNGBenchmarks; do
     if ! "$SWIFT" build -c release --product "$target" >"$WORK/build-$target.log" 2>&1; then
         echo "NOT MEASURED: $target does not build; its errors:" >&2
         grep -E "error:" "$WORK/build-$target.log" | sort -u | head -10 >&2
@@ -88,6 +89,9 @@ INPUTS="$WORK/inputs"
 vips copy "$INPUTS/rgba12mp.png" "$INPUTS/rgba12mp.v"
 vips copy "$INPUTS/rgba2mp.png" "$INPUTS/rgba2mp.v"
 vips black "$INPUTS/tiny.v" 16 16 --bands 4
+# The APNG inputs, written by Pillow's APNG encoder (APNGBenchmarks decodes them; step 6 times Pillow on them).
+$PY "$HERE/apng_pillow.py" make "$INPUTS" >&2
+export WEBIMAGE_BENCH_APNG_DIR="$INPUTS/apng"
 
 # ---------------------------------------------------------------------------------------------------------------
 log "4/7 nginx on 127.0.0.1"
@@ -268,6 +272,9 @@ AVIF_VENV="$HERE/.build/pillow-avif-venv"
     || "$AVIF_VENV/bin/pip" install --quiet --upgrade pillow >&2 || true
 "$AVIF_VENV/bin/python" "$HERE/avif_pillow.py" "$INPUTS" "$WORK/external-avif.json" "$EXT_RUNS" >&2 \
     || echo "Pillow AVIF baseline not measured (no Pillow with AVIF support)" >&2
+# Pillow loading every frame of the APNG inputs (Debian's python3-pil, the Pillow of the other rows).
+$PY "$HERE/apng_pillow.py" measure "$INPUTS" "$WORK/external-apng.json" "$EXT_RUNS" >&2 \
+    || echo "Pillow APNG baseline not measured" >&2
 # redis-benchmark GETs (one client, no pipelining) of values the size of the entries RedisBenchmarks stored:
 # one SET writes key:__rand_int__ with that size, then `-t get` reads it; CPU is redis-benchmark's user + system.
 for key in $(redis-cli -p "$REDIS_PORT" --scan --pattern 'bench-hit:*'); do
@@ -300,6 +307,11 @@ not_built = open(not_built_path).read().split() if os.path.exists(not_built_path
 ext = json.load(open(ext_path))
 avif_ext_path = os.path.join(os.path.dirname(ext_path), "external-avif.json")
 if os.path.exists(avif_ext_path): ext.update(json.load(open(avif_ext_path)))
+apng_ext_path = os.path.join(os.path.dirname(ext_path), "external-apng.json")
+if os.path.exists(apng_ext_path):
+    apng_ext = json.load(open(apng_ext_path))
+    ext["pillow_apng_version"] = apng_ext.pop("pillow_version", "")
+    ext.update(apng_ext)
 UNITS = {"ns": 1, "μs": 1e3, "us": 1e3, "ms": 1e6, "s": 1e9}
 
 # One TSV per benchmark and metric: "<baseline>.<target>.<name>.<metric>.histogram.percentiles.tsv", rows
@@ -476,6 +488,19 @@ time_row("24", "HEIC 2 MP encode (quality 0.85, preset fast, 4:2:0): SDK vs raw 
          S("HEIC_2MP_encode_SDK"), S("HEIC_2MP_encode_C"), "≤ 1.05×")
 time_row("24", "Display P3 → sRGB, 2 MP RGB: `LCMSColorConverter` vs raw lcms2 `cmsDoTransform` (transform made once)",
          S("Color_2MP_P3toSRGB_SDK"), S("Color_2MP_P3toSRGB_C"))
+# Issue 24 — JPEG XL (one thread, 8-bit output, every frame) and APNG (every frame composited)
+for name, what in [("JXL_2MP_lossy", "JPEG XL 2 MP lossy (distance 1)"), ("JXL_2MP_lossless", "JPEG XL 2 MP lossless"),
+                   ("JXL_anim30_480x270", "JPEG XL animation, 30 frames of 480x270, every frame")]:
+    time_row("24", f"{what} decode through `CodersManager`: SDK vs raw libjxl (djxl's decode loop)",
+             S(f"{name}_decode_SDK"), S(f"{name}_decode_C"), "≤ 1.05×")
+for label, what in [("rgb_source", "RGB, 60 frames (mostly small changed rectangles), blend source"),
+                    ("rgba_over", "RGBA, 60 whole frames, blend over")]:
+    pillow = f"Pillow {ext.get('pillow_apng_version', '')}"
+    time_row("24", f"APNG 480x270 {what}, every frame held (`.preloadAllFrames`): SDK vs {pillow} keeping each "
+             "frame as RGBA", S(f"APNG_{label}_decode_SDK"), E(f"pillow_apng_{label}_kept"), "≤ 1.05×")
+    time_row("24", f"APNG 480x270 {what}, every frame on demand, each dropped: SDK vs {pillow} seek + load "
+             "(one image updated in place)", S(f"APNG_{label}_decodeOnDemand_SDK"), E(f"pillow_apng_{label}"),
+             "≤ 1.05×")
 # Issue 11 — Redis: a hit vs redis-benchmark GET of the same value size (smaller stored value = "small")
 gets = sorted((int(k), v) for k, v in ext.get("redis_get", {}).items())
 for (label, (size, get)) in zip(["small", "2MP"], gets):

@@ -14,6 +14,7 @@ let sdk: [Target.Dependency] = [
     .product(name: "GIFCoder", package: "WebImage"),
     .product(name: "AVIFCoder", package: "WebImage"),
     .product(name: "HEIFCoder", package: "WebImage"),
+    .product(name: "JXLCoder", package: "WebImage"),
     .product(name: "ImageTransformers", package: "WebImage"),
 ]
 
@@ -43,6 +44,8 @@ let package = Package(
         fuzzTarget("roundtrip"),
         fuzzTarget("avif-decode"),
         fuzzTarget("heif-decode"),
+        fuzzTarget("apng-decode"),
+        fuzzTarget("jxl-decode"),
         fuzzTarget("cache-control", product: "ImageCore"),
         fuzzTarget("http-headers", product: "HTTPLoader"),
         fuzzTarget("disk-entry", product: "DiskCache"),

@@ -17,6 +17,8 @@ jobs=${FUZZ_JOBS:-1}
 corpus=${IMAGE_CORPUS:-$(cd .. && pwd)/shared/corpus}
 corpus_avif=${IMAGE_CORPUS_AVIF:-$(dirname "$corpus")/corpus-avif}
 corpus_heic=${IMAGE_CORPUS_HEIC:-$(dirname "$corpus")/corpus-heic}
+corpus_apng=${IMAGE_CORPUS_APNG:-$(dirname "$corpus")/corpus-apng}
+corpus_jxl=${IMAGE_CORPUS_JXL:-$(dirname "$corpus")/corpus-jxl}
 work=${FUZZ_WORK:-$PWD/.build-fuzz}
 configuration=${FUZZ_CONFIGURATION:-release}
 
@@ -26,17 +28,24 @@ declare -A seeds=(
     [jpeg-decode]="jpg jpeg"
     [webp-decode]="webp"
     [gif-decode]="gif"
-    [progressive]="png jpg jpeg webp gif"
+    [progressive]="png jpg jpeg webp gif jxl"
     [roundtrip]=""
     [avif-decode]="avif"
     [heif-decode]="heic heif"
+    [apng-decode]="png apng"
+    [jxl-decode]="jxl"
     [cache-control]=""
     [http-headers]=""
     [disk-entry]=""
     [resp-decode]=""
     [thumbnail-query]=""
 )
-order=(png-decode jpeg-decode webp-decode gif-decode avif-decode heif-decode progressive roundtrip cache-control
+# Seed folders per target when not every corpus: apng-decode takes only corpus-apng's files (APNGs), so its runs
+# are not spent on the still PNGs png-decode covers.
+declare -A roots=(
+    [apng-decode]="$corpus_apng"
+)
+order=(png-decode jpeg-decode webp-decode gif-decode avif-decode heif-decode apng-decode jxl-decode progressive roundtrip cache-control
     thumbnail-query http-headers disk-entry resp-decode)
 # The last three pull NIO, BoringSSL and AsyncHTTPClient into an instrumented build (the longest part of it).
 
@@ -77,9 +86,11 @@ run_one() {
     fi
     # Hand-written seeds for the text parsers live in Fuzz/Seeds/<target>/.
     if [ -d "Fuzz/Seeds/$target" ]; then cp -n Fuzz/Seeds/"$target"/* "$seeddir/"; fi
+    local target_roots=("$corpus" "$corpus_avif" "$corpus_heic" "$corpus_apng" "$corpus_jxl")
+    if [ -n "${roots[$target]+x}" ]; then target_roots=("${roots[$target]}"); fi
     if [ -d "$corpus" ]; then
         for ext in ${seeds[$target]}; do
-            for root in "$corpus" "$corpus_avif" "$corpus_heic"; do
+            for root in "${target_roots[@]}"; do
                 [ -d "$root" ] || continue
                 find "$root" -type f -iname "*.$ext" -size -2M -exec cp -n {} "$seeddir/" \;
             done

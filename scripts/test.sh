@@ -55,7 +55,7 @@ if [ "${SKIP_ASAN:-0}" != "1" ]; then
     # AsyncHTTPClient, whose instrumented build took most of this step's time.
     WEBIMAGE_CODERS_ONLY=1 ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$PWD/scripts/lsan-suppressions.txt \
         $swift test --sanitize=address --scratch-path .build-asan-coders \
-        --filter 'PNGCoderTests|JPEGCoderTests|WebPCoderTests|GIFCoderTests|AVIFCoderTests|HEIFCoderTests|ColorManagementTests|CoderConformanceTests' 2>&1 \
+        --filter 'PNGCoderTests|JPEGCoderTests|WebPCoderTests|GIFCoderTests|AVIFCoderTests|HEIFCoderTests|JXLCoderTests|ColorManagementTests|CoderConformanceTests' 2>&1 \
         | tee .build/asan-output.txt | grep -vE ' started\.$' | tail -60
     status=${PIPESTATUS[0]}
     set -e

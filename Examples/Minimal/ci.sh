@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds and runs Minimal, then proves it picked only what it needs: no HTTP client (AsyncHTTPClient, SwiftNIO)
-# or other plugin was compiled, and the binary links libpng but neither libjpeg/libturbojpeg nor libwebp.
+# or other plugin was compiled, and the binary links libpng but none of libjpeg/libturbojpeg, libwebp, libjxl.
 set -euo pipefail
 cd "$(dirname "$0")"
 swift=${SWIFT:-swift}
@@ -30,14 +30,14 @@ compiled=$(
 compiled=$(sort -u <<<"$compiled")
 echo "compiled targets: $(tr '\n' ' ' <<<"$compiled")"
 grep -qx ImageCore <<<"$compiled" || fail "found no compiled ImageCore: the check looks in the wrong place"
-if forbidden=$(grep -E 'AsyncHTTPClient|NIO|HTTPLoader|Crypto|JPEG|WebP|GIF|DiskCache|HEIF|LCMS|ColorManagement' <<<"$compiled"); then
+if forbidden=$(grep -E 'AsyncHTTPClient|NIO|HTTPLoader|Crypto|JPEG|WebP|GIF|DiskCache|HEIF|LCMS|ColorManagement|JXL' <<<"$compiled"); then
     fail "compiled targets it does not need: $(tr '\n' ' ' <<<"$forbidden")"
 fi
 
 libraries=$(ldd "$bin/Minimal")
 grep -q 'libpng' <<<"$libraries" || fail "the binary does not link libpng"
-if grep -Ei 'libjpeg|libturbojpeg|libwebp|libheif|liblcms2' <<<"$libraries"; then
-    fail "the binary links libjpeg, libwebp, libheif or lcms2"
+if grep -Ei 'libjpeg|libturbojpeg|libwebp|libheif|liblcms2|libjxl' <<<"$libraries"; then
+    fail "the binary links libjpeg, libwebp, libheif, lcms2 or libjxl"
 fi
 echo "image libraries linked: $(awk '/lib(png|jpeg|turbojpeg|webp|gif|heif|lcms2)/ {print $1}' <<<"$libraries" | tr '\n' ' ')"
 echo "Minimal ci: ok"

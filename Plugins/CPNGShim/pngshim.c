@@ -6,6 +6,7 @@
 #include <png.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 typedef struct shim_error_state {
     int status;
@@ -121,6 +122,13 @@ int pngshim_encode(const unsigned char *pixels, uint32_t width, uint32_t height,
     png_destroy_write_struct(&png, &info);
     free(rows);
     return PNGSHIM_OK;
+}
+
+// MARK: - CRC
+
+uint32_t pngshim_crc32(uint32_t crc, const unsigned char *bytes, size_t length) {
+    if (bytes == NULL || length == 0) return crc;
+    return (uint32_t)crc32_z(crc, bytes, length);
 }
 
 // MARK: - iCCP reader

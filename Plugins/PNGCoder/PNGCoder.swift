@@ -1,16 +1,26 @@
 import Foundation
 public import ImageCore
 
-/// Decodes and encodes PNG with the system libpng (1.6).
+/// Decodes and encodes PNG and APNG with the system libpng (1.6).
 ///
 /// Register it with `CodersManager.shared.addCoder(PNGCoder.shared)`.
 ///
 /// Decoding uses libpng's simplified API, which returns status codes (no longjmp). Every colour type and bit
 /// depth is supported: output is RGBA8 with straight alpha when the image has alpha (alpha channel or tRNS),
 /// RGB8 for colour and palette images, gray8 for gray ones; 16-bit samples are reduced to 8 bits; gAMA, sRGB and
-/// cHRM are resolved by libpng to sRGB; the iCCP profile and eXIf bytes go to ``ImageMetadata``. APNG: Debian's
-/// libpng 1.6.39 has no APNG support, so an APNG decodes as its default image (one frame). PNG orientation
+/// cHRM are resolved by libpng to sRGB; the iCCP profile and eXIf bytes go to ``ImageMetadata``. PNG orientation
 /// (eXIf) is reported in `metadata.exif` but not applied.
+///
+/// APNG: Debian's libpng 1.6.39 has no APNG support, so the coder reads `acTL`, `fcTL` and `fdAT` itself and
+/// feeds libpng one frame at a time (each frame as a still PNG stream); it composites every dispose and blend
+/// op at the frame offsets onto an RGBA8 canvas. An animated decode returns the first frame plus an on-demand
+/// provider, unless ``ImageDecodeOptions/preloadAllFrames`` or ``ImageDecodeOptions/firstFrameOnly`` is set; the
+/// default image is a frame only when its `fcTL` precedes the `IDAT`. Loop count from `num_plays`, delays from
+/// `delay_num / delay_den` (`delay_den` 0 means 100; 10 ms or less plays at 100 ms, as browsers do). Frame count,
+/// whole-animation pixels and decoding work are checked from `acTL` / `fcTL` before any pixel is decoded. A file
+/// whose `acTL` must be ignored is a still PNG; a damaged animation (sequence errors, frames outside the canvas,
+/// `fdAT` before `fcTL`, fewer frames than `num_frames`) fails with `badImageData`: see the DocC article
+/// "APNG" for the rules and why.
 ///
 /// The pixel budget is checked against the IHDR size read by this coder before libpng allocates anything.
 /// Thumbnails and scale-down decode at full size, then area-average down (PNG has no cheaper reduced decode).
@@ -19,7 +29,7 @@ public import ImageCore
 /// calling thread, so call them from a decode pool, not the cooperative pool.
 /// Errors: ``ImageError`` with `badImageData`, `imageTooLarge` (decode) or `encodeFailed`; the libpng message is the
 /// underlying ``PNGLibraryError``.
-public final class PNGCoder: ProgressiveImageCoder, Sendable {
+public final class PNGCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendable {
     /// The shared instance to register with ``CodersManager``.
     public static let shared = PNGCoder()
 
@@ -31,9 +41,10 @@ public final class PNGCoder: ProgressiveImageCoder, Sendable {
         data.withUnsafeBytes { PNGChunks.hasSignature($0) }
     }
 
-    /// Decodes the (default) image of `data`.
+    /// Decodes `data`: a still PNG, or an APNG's first frame plus a provider, every frame, or only the first.
     ///
-    /// - Throws: ``ImageError`` `imageTooLarge` when IHDR exceeds `options.maxPixelCount`, `badImageData` otherwise.
+    /// - Throws: ``ImageError`` `imageTooLarge` when IHDR exceeds `options.maxPixelCount` or an animation exceeds
+    ///   its ``AnimationBudget``, `badImageData` otherwise.
     public func decode(_ data: Data, options: ImageDecodeOptions) throws -> Image {
         try PNGDecoder.decode(data, options: options)
     }
@@ -41,22 +52,55 @@ public final class PNGCoder: ProgressiveImageCoder, Sendable {
     /// True for ``ImageFormat/png``.
     public func canEncode(to format: ImageFormat) -> Bool { format == .png }
 
-    /// Encodes the first frame of `image` as PNG; see ``ImageEncodeOptions/effort`` for the speed trade-off.
+    /// Encodes `image` as PNG, or as APNG when it has several frames and `firstFrameOnly` is off; see
+    /// ``ImageEncodeOptions/effort`` for the speed trade-off.
     ///
     /// `.fast` is zlib level 1 with one filter (use it wherever the SDK encodes on its own), `.balanced` libpng's
-    /// default, `.best` zlib 9 with every filter; `progressive` writes Adam7.
+    /// default, `.best` zlib 9 with every filter; `progressive` writes Adam7. An APNG holds every frame whole
+    /// (dispose `none`, blend `source`), the first frame as the default image, the durations in milliseconds and
+    /// the loop count; frames beyond the image's ``AnimationBudget`` are refused before any is encoded (or dropped
+    /// to the first with the `firstFrameOnly` policy).
     /// - Throws: ``ImageError`` `noCoder` for another format, `encodeFailed` when libpng fails.
     public func encode(_ image: Image, as format: ImageFormat, options: ImageEncodeOptions) throws -> Data {
         guard format == .png else {
             throw ImageError(.noCoder, stage: .encode, message: "PNGCoder cannot encode \(format)")
         }
+        if image.frameCount > 1 && !options.firstFrameOnly {
+            return try APNGEncoder.encode(image, options: options)
+        }
         return try PNGEncoder.encode(image, options: options)
     }
 
-    /// Reads the size from IHDR without libpng; nil when the signature or IHDR is missing.
+    /// Opens `data` as an animation: an APNG's frame index (no pixel is decoded), or a still PNG as one frame.
+    ///
+    /// - Throws: ``ImageError`` `badImageData` or `imageTooLarge` (see ``decode(_:options:)``).
+    public func makeAnimatedProvider(for data: Data, options: ImageDecodeOptions) throws -> any AnimatedImageProvider {
+        let chunks = try PNGDecoder.header(of: data, scanAll: true)
+        try options.checkPixelBudget(width: chunks.width, height: chunks.height)
+        let target = options.targetSize(forSourceWidth: chunks.width, height: chunks.height)
+        guard let control = data.withUnsafeBytes({ APNGStructure.animationControl($0) }).control else {
+            return PNGStillProvider(data: data, options: options, canvasSize: target)
+        }
+        // The caller asked for the animation itself: a frame count over the budget is refused, never truncated.
+        try options.animationBudget.checkFrameCount(control.numFrames)
+        let structure = try data.withUnsafeBytes {
+            try APNGStructure.scan($0, control: control, stopAfterFirstFrame: false)
+        }
+        return APNGAnimatedProvider(
+            data: data, structure: structure, header: chunks, target: target, budget: options.animationBudget,
+            compositor: nil)
+    }
+
+    /// Reads the size from IHDR and the frame count from `acTL` without libpng; nil when the signature or IHDR is
+    /// missing.
+    ///
+    /// The frame count is `acTL`'s `num_frames` for an APNG (what a successful decode returns), 1 for a still PNG,
+    /// nil while a prefix ends before the first `IDAT` (an `acTL` may still come).
     public func probe(_ data: Data) -> ImageProperties? {
         guard let chunks = PNGChunks.read(data, scanAll: false) else { return nil }
-        return ImageProperties(format: .png, width: chunks.width, height: chunks.height, frameCount: 1)
+        let animation = data.withUnsafeBytes { APNGStructure.animationControl($0) }
+        let frames: Int? = animation.decided ? animation.control?.numFrames ?? 1 : nil
+        return ImageProperties(format: .png, width: chunks.width, height: chunks.height, frameCount: frames)
     }
 
     /// True once the prefix shows the PNG signature.

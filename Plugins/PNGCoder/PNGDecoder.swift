@@ -5,6 +5,7 @@ import ImageCore
 
 /// Full decodes through libpng's simplified API (`png_image_*`), which reports errors by status, never longjmp.
 ///
+/// A PNG with a valid `acTL` goes to ``APNGDecoder`` (see ``APNGStructure`` for what makes it an animation).
 /// Output layout: RGBA8 (straight alpha) when the image has an alpha channel or a tRNS chunk, RGB8 for colour and
 /// palette images without alpha, gray8 for gray ones. 16-bit samples are scaled to 8 bits (treated as sRGB-encoded,
 /// like browsers do); gAMA/sRGB/cHRM are resolved by libpng to sRGB output. Thread-safe: no shared state.
@@ -18,6 +19,11 @@ enum PNGDecoder {
     static func decode(_ data: Data, options: ImageDecodeOptions) throws -> Image {
         let chunks = try header(of: data, scanAll: true)
         try options.checkPixelBudget(width: chunks.width, height: chunks.height)
+        // An animation's chunk walk refuses chunks that run past the end itself (and libpng only ever sees the
+        // complete chunks of each frame's stream).
+        if let control = data.withUnsafeBytes({ APNGStructure.animationControl($0) }).control {
+            return try APNGDecoder.decode(data, header: chunks, control: control, options: options)
+        }
         if let overlong = chunks.overlongChunk {
             // Refused before libpng would allocate (and zero) the declared length for data that is not there.
             throw PNGStatus.badData(
@@ -44,60 +50,69 @@ enum PNGDecoder {
 
     /// Decodes the whole image at its stored size.
     static func decodePixels(_ data: Data, chunks: PNGChunks) throws -> PixelBuffer {
+        try data.withUnsafeBytes { try decodePixels($0, chunks: chunks, rgba: false) }
+    }
+
+    /// Decodes the PNG in `bytes` at its stored size; with `rgba`, always as straight RGBA8 (what the APNG
+    /// compositor draws with).
+    static func decodePixels(_ bytes: UnsafeRawBufferPointer, chunks: PNGChunks, rgba: Bool) throws -> PixelBuffer {
         // libpng 1.6.39's simplified API garbles about half the pixels of Adam7-interlaced 16-bit images when it
         // reduces them to 8 bits (every colour type; found by PNGDecodeTests). Those go through the regular API in
         // the shim's reader instead, which applies the same transforms.
-        if chunks.interlaced && chunks.bitDepth == 16 { return try decodeWithReader(data) }
-        return try data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) throws -> PixelBuffer in
-            var image = png_image()
-            image.version = UInt32(PNG_IMAGE_VERSION)
-            // png_image_free releases libpng's state on every path (it is a no-op when begin_read already freed it).
-            defer { png_image_free(&image) }
-            guard png_image_begin_read_from_memory(&image, bytes.baseAddress, bytes.count) != 0 else {
-                throw PNGStatus.error(status: Int32(PNGSHIM_ERROR), message: message(of: &image), stage: .decode)
-            }
-            let width = Int(image.width)
-            let height = Int(image.height)
-            guard width == chunks.width, height == chunks.height else {
-                throw PNGStatus.badData("IHDR size disagrees with libpng")
-            }
-            let hasAlpha = image.format & formatFlagAlpha != 0
-            let isColor = image.format & formatFlagColor != 0
-            let layout: PixelLayout = hasAlpha ? .rgba8 : (isColor ? .rgb8 : .gray8)
-            image.format = hasAlpha ? (formatFlagColor | formatFlagAlpha) : (isColor ? formatFlagColor : 0)
-            image.flags |= imageFlag16BitSRGB
-            let rowBytes = width * layout.bytesPerPixel
-            let (total, overflow) = rowBytes.multipliedReportingOverflow(by: height)
-            guard !overflow, rowBytes <= Int(Int32.max) else {
-                throw ImageError(.imageTooLarge, stage: .decode, message: "PNG: \(width)x\(height) overflows memory")
-            }
-            var failure: String?
-            let pixels = [UInt8](unsafeUninitializedCapacity: total) { buffer, initialized in
-                if png_image_finish_read(&image, nil, buffer.baseAddress, Int32(rowBytes), nil) != 0 {
-                    initialized = total
-                } else {
-                    failure = message(of: &image)
-                    initialized = 0
-                }
-            }
-            if let failure {
-                throw PNGStatus.error(status: Int32(PNGSHIM_ERROR), message: failure, stage: .decode)
-            }
-            return try PixelBuffer(
-                width: width, height: height, layout: layout, alphaMode: .straight, validating: pixels)
+        if chunks.interlaced && chunks.bitDepth == 16 {
+            let pixels = try decodeWithReader(bytes)
+            guard rgba, pixels.layout != .rgba8 else { return pixels }
+            return PixelBuffer(
+                width: pixels.width, height: pixels.height, layout: .rgba8, alphaMode: .straight,
+                bytes: pixels.straightRGBABytes())
         }
+        var image = png_image()
+        image.version = UInt32(PNG_IMAGE_VERSION)
+        // png_image_free releases libpng's state on every path (it is a no-op when begin_read already freed it).
+        defer { png_image_free(&image) }
+        guard png_image_begin_read_from_memory(&image, bytes.baseAddress, bytes.count) != 0 else {
+            throw PNGStatus.error(status: Int32(PNGSHIM_ERROR), message: message(of: &image), stage: .decode)
+        }
+        let width = Int(image.width)
+        let height = Int(image.height)
+        guard width == chunks.width, height == chunks.height else {
+            throw PNGStatus.badData("IHDR size disagrees with libpng")
+        }
+        let hasAlpha = rgba || image.format & formatFlagAlpha != 0
+        let isColor = rgba || image.format & formatFlagColor != 0
+        let layout: PixelLayout = hasAlpha ? .rgba8 : (isColor ? .rgb8 : .gray8)
+        image.format = hasAlpha ? (formatFlagColor | formatFlagAlpha) : (isColor ? formatFlagColor : 0)
+        image.flags |= imageFlag16BitSRGB
+        let rowBytes = width * layout.bytesPerPixel
+        let (total, overflow) = rowBytes.multipliedReportingOverflow(by: height)
+        guard !overflow, rowBytes <= Int(Int32.max) else {
+            throw ImageError(.imageTooLarge, stage: .decode, message: "PNG: \(width)x\(height) overflows memory")
+        }
+        var failure: String?
+        let pixels = [UInt8](unsafeUninitializedCapacity: total) { buffer, initialized in
+            if png_image_finish_read(&image, nil, buffer.baseAddress, Int32(rowBytes), nil) != 0 {
+                initialized = total
+            } else {
+                failure = message(of: &image)
+                initialized = 0
+            }
+        }
+        if let failure {
+            throw PNGStatus.error(status: Int32(PNGSHIM_ERROR), message: failure, stage: .decode)
+        }
+        return try PixelBuffer(
+            width: width, height: height, layout: layout, alphaMode: .straight, validating: pixels)
     }
 
     /// Decodes the whole stream with the shim's libpng reader (regular API, setjmp inside the shim).
     ///
     /// The budget was checked by the caller; the reader checks it again before allocating.
-    static func decodeWithReader(_ data: Data) throws -> PixelBuffer {
+    static func decodeWithReader(_ bytes: UnsafeRawBufferPointer) throws -> PixelBuffer {
         guard let reader = PNGProgressiveReader(maxPixels: Int.max) else {
             throw ImageError(.imageTooLarge, stage: .decode, message: "PNG: out of memory")
         }
-        let status = data.withUnsafeBytes { bytes in
-            pngshim_reader_feed(reader.handle, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count)
-        }
+        let status = pngshim_reader_feed(
+            reader.handle, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count)
         guard status == Int32(PNGSHIM_DONE), let pixels = reader.pixels() else {
             let message = status == Int32(PNGSHIM_OK) ? "truncated image data" : reader.message
             throw PNGStatus.error(

@@ -12,7 +12,15 @@ import ImageCore
 /// apply (PNG is lossless); `maxPixelSize` downscales with an area-average filter first.
 enum PNGEncoder {
     static func encode(_ image: Image, options: ImageEncodeOptions) throws -> Data {
-        var pixels = image.pixels
+        let pixels = try prepared(image.pixels, options: options)
+        // libpng refuses a profile of another colour space than the pixels'.
+        let bytes = try encode(pixels, iccProfile: image.metadata.iccProfile(for: pixels.layout) ?? [], options: options)
+        return Data(bytes)
+    }
+
+    /// `pixels` at the size `maxPixelSize` allows, with straight alpha: what PNG stores.
+    static func prepared(_ source: PixelBuffer, options: ImageEncodeOptions) throws(ImageError) -> PixelBuffer {
+        var pixels = source
         guard pixels.width > 0, pixels.height > 0 else {
             throw ImageError(.encodeFailed, stage: .encode, message: "PNG: cannot encode an empty image")
         }
@@ -20,6 +28,11 @@ enum PNGEncoder {
             pixels = pixels.areaResampled(width: size.width, height: size.height)
         }
         if pixels.alphaMode == .premultiplied { pixels = straightened(pixels) }
+        return pixels
+    }
+
+    /// Encodes prepared pixels (straight alpha) into a whole PNG file.
+    static func encode(_ pixels: PixelBuffer, iccProfile icc: [UInt8], options: ImageEncodeOptions) throws -> [UInt8] {
         let colorType: Int32
         switch pixels.layout {
         case .gray8: colorType = PNG_COLOR_TYPE_GRAY
@@ -34,7 +47,6 @@ enum PNGEncoder {
         case .best:
             (level, filters) = (9, PNG_FILTER_NONE | PNG_FILTER_SUB | PNG_FILTER_UP | PNG_FILTER_AVG | PNG_FILTER_PAETH)
         }
-        let icc = image.metadata.iccProfile(for: pixels.layout) ?? []  // libpng refuses a profile of another space
         var out = pngshim_buffer()
         defer { pngshim_buffer_free(&out) }
         var message = [CChar](repeating: 0, count: 256)
@@ -50,7 +62,7 @@ enum PNGEncoder {
             let text = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             throw PNGStatus.error(status: status, message: text, stage: .encode)
         }
-        return Data(bytes: bytes, count: out.size)
+        return Array(UnsafeBufferPointer(start: bytes, count: out.size))
     }
 
     /// The size that fits `width × height` inside `limit` keeping the aspect ratio; nil when it already fits.

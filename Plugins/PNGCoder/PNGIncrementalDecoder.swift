@@ -36,7 +36,9 @@ final class PNGProgressiveReader {
 /// Decodes a PNG from a growing prefix with libpng's progressive reader (`png_process_data`, driven by the C shim).
 ///
 /// Partial images have the full size; rows (or Adam7 pass pixels) not received yet are zero, i.e. transparent for
-/// RGBA and black otherwise. Once the bytes are final, the image is a full decode of the same bytes
+/// RGBA and black otherwise. For an APNG the previews show the default image's rows when it is the first frame,
+/// and nothing when it is not part of the animation (the final image is then the first frame, not the default
+/// image). Once the bytes are final, the image is a full decode of the same bytes
 /// through ``PNGDecoder`` (the simplified API), so it equals ``PNGCoder/decode(_:options:)`` exactly; before that,
 /// even with IEND received, the image is the progressive reader's, marked partial. Errors the
 /// progressive reader meets before the end only stop previews; the final decode decides. The pixel budget is
@@ -53,6 +55,8 @@ final class PNGIncrementalDecoder: IncrementalImageDecoder {
     private var headerChecked = false
     private var final: Result<Image, any Error>?
     private var partial: (rows: UInt64, image: Image)?
+    /// Decided once image rows arrived (the chunks before the first IDAT are then complete).
+    private var defaultImageHidden: Bool?
 
     init(options: ImageDecodeOptions) {
         self.options = options
@@ -91,6 +95,11 @@ final class PNGIncrementalDecoder: IncrementalImageDecoder {
         // Before the caller says the bytes are final, every image is a preview and says so (isPartial), even
         // when IEND already arrived: a complete decode is only returned, unmarked, once `isFinal`.
         guard status == Int32(PNGSHIM_OK) || status == Int32(PNGSHIM_DONE), let reader else { return nil }
+        // An APNG whose default image is not a frame: its rows would preview a picture the animation never shows.
+        if defaultImageHidden == nil, pngshim_reader_rows_delivered(reader.handle) > 0 {
+            defaultImageHidden = data.withUnsafeBytes { APNGStructure.defaultImageIsHidden($0) }
+        }
+        if defaultImageHidden == true { return nil }
         return partialImage(reader)
     }
 

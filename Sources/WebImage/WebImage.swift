@@ -7,6 +7,7 @@
 @_exported import ImageCore
 @_exported import ImageTransformers
 @_exported import JPEGCoder
+@_exported import JXLCoder
 @_exported import MemoryCache
 @_exported import PNGCoder
 @_exported import WebPCoder
@@ -27,7 +28,7 @@ private let registration = Locked<DefaultPlugins?>(nil)
 
 /// Registers every plugin of the SDK for users who want everything with one call.
 ///
-/// Adds the PNG, JPEG, WebP, GIF, AVIF and HEIF coders to ``CodersManager/shared``; registers
+/// Adds the PNG (and APNG), JPEG, WebP, GIF, AVIF, HEIF and JPEG XL coders to ``CodersManager/shared``; registers
 /// ``LCMSColorConverter/shared`` with ``ColorConversion`` (conversion stays off until a load sets
 /// ``ImageDecodeOptions/convertToSRGB``); sets ``ImageManager/defaultImageCache``
 /// to a ``CachesManager`` of `memoryCache` then `diskCache`; adds `httpLoader` to ``LoadersManager/shared``
@@ -41,6 +42,7 @@ public func registerDefaultPlugins(
         if let current { return current }
         for coder: any ImageCoder in [
             PNGCoder.shared, JPEGCoder.shared, WebPCoder.shared, GIFCoder.shared, AVIFCoder.shared, HEIFCoder.shared,
+            JXLCoder.shared,
         ] {
             CodersManager.shared.addCoder(coder)
         }

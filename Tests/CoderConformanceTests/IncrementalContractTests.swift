@@ -1,7 +1,9 @@
 import Foundation
 import GIFCoder
 import ImageCore
+import ImageTestSupport
 import JPEGCoder
+import JXLCoder
 import PNGCoder
 import Testing
 import WebPCoder
@@ -16,15 +18,18 @@ import WebPCoder
             for x in 0..<32 { bytes += [UInt8(x * 8), UInt8(y * 10), UInt8((x + y) * 4), 255] }
         }
         let pixels = PixelBuffer(width: 32, height: 24, layout: .rgba8, alphaMode: .straight, bytes: bytes)
-        let coders = CodersManager(coders: [PNGCoder.shared, JPEGCoder.shared, WebPCoder.shared, GIFCoder.shared])
+        let coders = CodersManager(coders: [
+            PNGCoder.shared, JPEGCoder.shared, WebPCoder.shared, GIFCoder.shared, JXLCoder.shared,
+        ])
         return try coders.encode(Image(pixels: pixels), as: format, options: .init(progressive: true))
     }
 
     static let coders: [(ImageFormat, any ProgressiveImageCoder)] = [
         (.png, PNGCoder.shared), (.jpeg, JPEGCoder.shared), (.webp, WebPCoder.shared), (.gif, GIFCoder.shared),
+        (.jxl, JXLCoder.shared),
     ]
 
-    @Test(arguments: [ImageFormat.png, .jpeg, .webp, .gif])
+    @Test(arguments: [ImageFormat.png, .jpeg, .webp, .gif, .jxl])
     func wholeFileBeforeFinalIsStillAPreview(format: ImageFormat) throws {
         let data = try Self.sample(format)
         let coder = try #require(Self.coders.first { $0.0 == format }?.1)
@@ -41,6 +46,29 @@ import WebPCoder
             #expect(!final.metadata.isPartial, "\(format): the final image is complete")
             #expect(final.pixels == (try coder.decode(data, options: .init())).pixels)
         }
+    }
+
+    /// An APNG: previews are partial, of the first frame (never of a default image that is not part of the
+    /// animation), and the final image is the full decode, animation included.
+    @Test(arguments: [false, true])
+    func animatedPNGPreviewsArePartialAndFinalIsTheAnimation(hiddenDefaultImage: Bool) throws {
+        let frames = [[UInt8]([0, 200, 0, 255]), [0, 0, 200, 255]].map {
+            APNGFixtures.Frame.solid($0, width: 16, height: 16)
+        }
+        let hidden = hiddenDefaultImage ? [UInt8](Array(repeating: [200, 0, 0, 255], count: 256).joined()) : nil
+        let data = APNGFixtures.file(APNGFixtures.chunks(width: 16, height: 16, frames: frames, defaultImage: hidden))
+        let decoder = CodersManager(coders: [PNGCoder.shared]).makeIncrementalDecoder(options: .init())
+        for end in stride(from: 40, to: data.count, by: 32) {
+            decoder.update(data.prefix(end), isFinal: false)
+            guard let preview = try decoder.currentImage() else { continue }
+            #expect(preview.metadata.isPartial)
+            #expect(!hiddenDefaultImage, "the hidden default image is never previewed")
+            #expect(Array(preview.pixels.pixel(x: 0, y: 0)) != [200, 0, 0, 255])
+        }
+        decoder.update(data, isFinal: true)
+        let final = try #require(try decoder.currentImage())
+        #expect(!final.metadata.isPartial && final.frameCount == 2)
+        #expect(Array(final.pixels.pixel(x: 0, y: 0)) == [0, 200, 0, 255])
     }
 
     /// A third-party coder that returns a complete-looking image before the end is filtered by the registry.

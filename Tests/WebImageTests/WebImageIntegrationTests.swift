@@ -40,6 +40,7 @@ import WebImage
         let cases: [(ImageFormat, any ImageCoder, Image)] = [
             (.png, PNGCoder.shared, source), (.jpeg, JPEGCoder.shared, source), (.webp, WebPCoder.shared, source),
             (.gif, GIFCoder.shared, animated), (.heic, HEIFCoder.shared, source),
+            (.png, PNGCoder.shared, animated), (.jxl, JXLCoder.shared, source), (.jxl, JXLCoder.shared, animated),
         ]
         for (format, coder, image) in cases {
             let data = try coder.encode(image, as: format, options: ImageEncodeOptions())

@@ -4,12 +4,13 @@ import GIFCoder
 import ImageCore
 import ImageTransformers
 import JPEGCoder
+import JXLCoder
 import PNGCoder
 import WebPCoder
 
 /// The coders the fuzz targets exercise.
 public enum FuzzCoder: CaseIterable, Sendable {
-    case png, jpeg, webp, gif, avif
+    case png, jpeg, webp, gif, avif, jxl
 
     var coder: any ProgressiveImageCoder {
         switch self {
@@ -18,11 +19,12 @@ public enum FuzzCoder: CaseIterable, Sendable {
         case .webp: WebPCoder.shared
         case .gif: GIFCoder.shared
         case .avif: AVIFCoder.shared
+        case .jxl: JXLCoder.shared
         }
     }
 
     /// The coders whose encoders the round-trip target drives (AV1 encoding is far too slow for a fuzz loop).
-    static let roundTripCoders: [FuzzCoder] = [.png, .jpeg, .webp, .gif]
+    static let roundTripCoders: [FuzzCoder] = [.png, .jpeg, .webp, .gif, .jxl]
 
     var format: ImageFormat {
         switch self {
@@ -31,6 +33,7 @@ public enum FuzzCoder: CaseIterable, Sendable {
         case .webp: .webp
         case .gif: .gif
         case .avif: .avif
+        case .jxl: .jxl
         }
     }
 }

@@ -77,19 +77,22 @@ extension FuzzHarness {
         guard decoded.width == expected.width, decoded.height == expected.height else {
             fatalError("\(coder) round trip: \(decoded.width)x\(decoded.height), expected \(expected)")
         }
-        let animates = coder == .gif || coder == .webp
+        let animates = coder == .gif || coder == .webp || coder == .png || coder == .jxl
         let frames = animates && !options.firstFrameOnly ? image.frameCount : 1
         // libwebp's animation encoder merges consecutive frames it finds identical (summing their durations).
         let acceptable = coder == .webp ? 1...frames : frames...frames
         guard acceptable.contains(decoded.frameCount) else {
             fatalError("\(coder) round trip: \(decoded.frameCount) frames, expected \(acceptable)")
         }
-        if coder == .png,
+        if coder == .png || (coder == .jxl && options.lossless),
             options.maxPixelSize == nil || (expected.width == image.width && expected.height == image.height),
             image.pixels.alphaMode != .premultiplied
         {
-            guard decoded.pixels.straightRGBABytes() == image.pixels.straightRGBABytes() else {
-                fatalError("PNG round trip changed the pixels")
+            // Every frame: APNG and lossless JPEG XL keep them all exactly (APNG frames are whole-canvas sources).
+            for index in 0..<decoded.frameCount {
+                guard let frame = try? decoded.frame(at: index), let source = try? image.frame(at: index),
+                    frame.pixels.straightRGBABytes() == source.pixels.straightRGBABytes()
+                else { fatalError("\(coder) round trip changed the pixels of frame \(index)") }
             }
         }
     }

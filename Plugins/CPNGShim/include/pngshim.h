@@ -44,6 +44,9 @@ int pngshim_encode(const unsigned char *pixels, uint32_t width, uint32_t height,
 /// `free`) when there is one, or an error status.
 int pngshim_read_iccp(const unsigned char *data, size_t size, unsigned char **profile, size_t *profile_length);
 
+/// The CRC-32 of `length` bytes continued from `crc` (0 to start), as PNG chunks carry it (zlib's `crc32_z`).
+uint32_t pngshim_crc32(uint32_t crc, const unsigned char *bytes, size_t length);
+
 /// An incremental (progressive) PNG reader built on png_process_data.
 typedef struct pngshim_reader pngshim_reader;
 
