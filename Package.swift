@@ -31,6 +31,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),  // `make docs` only
+        // Property tests (random sizes and scale factors against a reference model, seed printed on failure).
+        .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
     ],
     targets: [
         // MARK: Core (Foundation and the standard library only)
@@ -132,7 +134,11 @@ let package = Package(
 
         // MARK: Tests (one target per module; shared doubles in ImageTestSupport)
         .target(name: "ImageTestSupport", dependencies: ["ImageCore"], path: "Tests/ImageTestSupport"),
-        .testTarget(name: "ImageCoreTests", dependencies: ["ImageCore", "ImageTestSupport"]),
+        .testTarget(
+            name: "ImageCoreTests",
+            dependencies: [
+                "ImageCore", "ImageTestSupport", .product(name: "PropertyBased", package: "swift-property-based"),
+            ]),
         .testTarget(name: "PNGCoderTests", dependencies: ["PNGCoder", "ImageTestSupport"]),
         .testTarget(name: "JPEGCoderTests", dependencies: ["JPEGCoder", "ImageTestSupport"]),
         .testTarget(name: "WebPCoderTests", dependencies: ["WebPCoder", "ImageTestSupport"]),
@@ -167,7 +173,12 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
             ]),
-        .testTarget(name: "ImageTransformersTests", dependencies: ["ImageTransformers", "ImageTestSupport"]),
+        .testTarget(
+            name: "ImageTransformersTests",
+            dependencies: [
+                "ImageTransformers", "ImageTestSupport",
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ]),
         .testTarget(name: "WebImageTests", dependencies: ["WebImage", "ImageTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
