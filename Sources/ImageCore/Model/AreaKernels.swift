@@ -1,10 +1,10 @@
 /// The inner loops of ``AreaReducer``: integer row accumulation with Swift SIMD types, and the horizontal pass.
 ///
 /// Vertical accumulation works on whole rows of interleaved channels, so one loop serves every layout: a row
-/// that lies entirely inside an output row is added unweighted into 32-bit lanes (widening adds, no multiply), a
-/// row the output row only partly covers is multiplied by its integer weight into 64-bit lanes. Pure functions
-/// over caller-owned memory; thread-safe.
-enum AreaKernels {
+/// that lies entirely inside an output row is added unweighted (widening adds, no multiply), a row the output row
+/// only partly covers is multiplied by its integer weight. Pure functions over caller-owned memory; thread-safe.
+/// ImageTransformers' integer box pre-reduction uses the 32-bit row sums and ``weigh(_:pixels:channels:into:)``.
+package enum AreaKernels {
     /// `acc[i] += row[i]` for `count` lanes, into 16-bit lanes (at most 257 rows of 255 fit).
     static func add(_ row: UnsafePointer<UInt8>, into acc: UnsafeMutablePointer<UInt16>, count: Int) {
         let source = UnsafeRawPointer(row)
@@ -25,7 +25,7 @@ enum AreaKernels {
     }
 
     /// `acc[i] += row[i]` for `count` lanes, into 32-bit lanes.
-    static func add(_ row: UnsafePointer<UInt8>, into acc: UnsafeMutablePointer<UInt32>, count: Int) {
+    package static func add(_ row: UnsafePointer<UInt8>, into acc: UnsafeMutablePointer<UInt32>, count: Int) {
         let source = UnsafeRawPointer(row)
         let target = UnsafeMutableRawPointer(acc)
         var i = 0
@@ -44,7 +44,7 @@ enum AreaKernels {
     }
 
     /// `acc[i] += row[i]` for `count` 16-bit lanes, into 32-bit lanes.
-    static func add(_ row: UnsafePointer<UInt16>, into acc: UnsafeMutablePointer<UInt32>, count: Int) {
+    package static func add(_ row: UnsafePointer<UInt16>, into acc: UnsafeMutablePointer<UInt32>, count: Int) {
         let source = UnsafeRawPointer(row)
         let target = UnsafeMutableRawPointer(acc)
         var i = 0
@@ -131,7 +131,7 @@ enum AreaKernels {
 
     /// Straight-alpha pixels as premultiplied 16-bit lanes on one scale: colour `c·a`, alpha `a·255`, so the
     /// averages weigh colour by coverage (a transparent pixel adds no colour) and every lane is at most 65,025.
-    static func weigh(
+    package static func weigh(
         _ row: UnsafePointer<UInt8>, pixels: Int, channels: Int, into lanes: UnsafeMutablePointer<UInt16>
     ) {
         var p = 0
