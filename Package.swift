@@ -209,7 +209,12 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
             ]),
-        .testTarget(name: "ImageTransformersTests", dependencies: ["ImageTransformers", "ImageTestSupport"]),
+        .testTarget(
+            name: "ImageTransformersTests",
+            dependencies: [
+                "ImageTransformers", "ImageTestSupport",
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ]),
         .testTarget(name: "WebImageTests", dependencies: ["WebImage", "ImageTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

@@ -76,6 +76,12 @@ let package = Package(
                 + sdk("ImageCore", "MemoryCache", "DiskCache", "JPEGCoder", "ImageTransformers"),
             path: "Sources/HotPathCounts"
         ),
+        // The SDK side of the thumbnail rows: a long-lived process thumbnails.py drives between vipsthumbnail runs.
+        .executableTarget(
+            name: "ThumbnailRunner",
+            dependencies: sdk("ImageCore", "JPEGCoder", "PNGCoder", "WebPCoder", "AVIFCoder", "ImageTransformers"),
+            path: "Sources/ThumbnailRunner"
+        ),
         .executableTarget(
             name: "CoreBenchmarks",
             dependencies: [benchmark, "BenchSupport", "BenchMetrics"]

@@ -72,6 +72,9 @@ log "2/7 build (release)"
 # Target by target, so one SDK plugin that does not compile costs only its own rows (reported as n/a).
 SKIP=()
 "$SWIFT" build -c release --product ExportInputs >&2
+# The SDK side of the thumbnail rows (thumbnails.py drives it between vipsthumbnail runs).
+"$SWIFT" build -c release --product ThumbnailRunner >"$WORK/build-ThumbnailRunner.log" 2>&1 \
+    || { echo "NOT MEASURED: ThumbnailRunner does not build" >&2; echo ThumbnailRunner >>"$WORK/not-built.txt"; }
 for target in CoreBenchmarks CoderBenchmarks CacheBenchmarks TransformBenchmarks HTTPBenchmarks AVIFBenchmarks HEIFBenchmarks \
     RedisBenchmarks JXLBenchmarks APNGBenchmarks; do
     if ! "$SWIFT" build -c release --product "$target" >"$WORK/build-$target.log" 2>&1; then
@@ -294,12 +297,21 @@ json.dump(ext, open(path, "w"), indent=1)
 PYEOF
 done
 
+# Thumbnails per format and size (issue 23 items 5 and 8): the SDK and vipsthumbnail on the same files, five
+# interleaved passes (median and worst pass printed), CPU time minus vips's own start-up.
+THUMBS="$WORK/thumbnails.json"
+if [[ -x "$BIN/ThumbnailRunner" ]]; then
+    log "thumbnail rows: SDK vs vipsthumbnail, 5 interleaved passes"
+    $PY "$HERE/thumbnails.py" "$BIN/ThumbnailRunner" "$INPUTS" 5 "$THUMBS" >&2 \
+        || echo "thumbnails.py failed: no thumbnail rows this run" >&2
+fi
+
 # ---------------------------------------------------------------------------------------------------------------
 log "7/7 report"
 LOAD="$(cut -d' ' -f1-3 /proc/loadavg)"
-$PY - "$RESULTS_DIR" "$EXT" "$HERE/RESULTS.md" "$LOAD" "$(($(date +%s) - START_TIME))" "$WEBIMAGE_BENCH_SWEEP_ENTRIES" "$LOAD_START" "$WORK/not-built.txt" "$HTTP_PASSES_DIR" "$HERE" <<'PYEOF'
+$PY - "$RESULTS_DIR" "$EXT" "$HERE/RESULTS.md" "$LOAD" "$(($(date +%s) - START_TIME))" "$WEBIMAGE_BENCH_SWEEP_ENTRIES" "$LOAD_START" "$WORK/not-built.txt" "$HTTP_PASSES_DIR" "$HERE" "$THUMBS" <<'PYEOF'
 import glob, json, os, re, sys, datetime
-results_dir, ext_path, out_path, load, elapsed, sweep_n, load_start, not_built_path, http_passes_dir, here = sys.argv[1:11]
+results_dir, ext_path, out_path, load, elapsed, sweep_n, load_start, not_built_path, http_passes_dir, here, thumbs_path = sys.argv[1:12]
 sys.path.insert(0, here)
 import http_passes  # issue 23's HTTPLoader rows, over several passes (http-passes.sh)
 http_loader_rows = http_passes.rows(http_passes_dir)
@@ -390,6 +402,32 @@ time_row("3", "thumbnail: SDK vs SDK full decode + Lanczos resize + encode", thu
 time_row("3, 10", "thumbnail: SDK vs `vipsthumbnail` CLI minus CLI start-up", thumb, E("vipsthumbnail", "vips_overhead"), "CPU ≤ 1.0×")
 time_row("3", "thumbnail: SDK vs Pillow `thumbnail()` + save q85", thumb, E("pillow_thumbnail"))
 time_row("3", "thumbnail: SDK vs Pillow decode + LANCZOS + save q85", thumb, E("pillow_decode_lanczos_encode"))
+
+# Issue 23 items 5 and 8 — thumbnails per format and size against vipsthumbnail, interleaved passes (thumbnails.py)
+thumbs = json.load(open(thumbs_path)) if os.path.exists(thumbs_path) else None
+for fmt in ["JPEG", "WebP", "PNG", "AVIF"]:
+    for size, label in [("12mp", "12 MP"), ("2mp", "2 MP")]:
+        what = (f"thumbnail {label} {fmt} → 256 px JPEG q85: SDK (read, shrink-on-load decode, encode, write) vs "
+                "`vipsthumbnail` minus its start-up; median pass of 5 interleaved (worst pass)")
+        r = next((r for r in (thumbs or {}).get("rows", []) if r["format"] == fmt and r["size"] == size), None)
+        if r is None or not r["passes"]:
+            row("23", what, "n/a", "n/a", "n/a", "n/a", "CPU ≤ 1.0×")
+            continue
+        ps = r["passes"]
+        med = lambda key: sorted(p[key] for p in ps)[len(ps) // 2] if all(p[key] is not None for p in ps) else None
+        worst = lambda key: max(p[key] for p in ps) if all(p[key] is not None for p in ps) else None
+        cpu_ratio, worst_ratio, wall_ratio = med("cpu_ratio"), worst("cpu_ratio"), med("wall_ratio")
+        warm_ratio = med("warm_cpu_ratio")
+        sizes = "" if r["sdk_size"] == r["vips_size"] else f" — sizes differ: SDK {r['sdk_size']}, vips {r['vips_size']}"
+        baseline = (f"CPU {fmt_time(med('vips_cpu'))} = {fmt_time(med('vips_run_cpu'))} − start-up "
+                    f"{fmt_time(med('vips_start_cpu'))}")
+        if warm_ratio:
+            baseline += f"; in a warm process {fmt_time(med('vips_warm_cpu'))}/image (SDK {warm_ratio:.2f}×)"
+        row("23", what + sizes,
+            f"CPU {fmt_time(med('sdk_cpu'))} (wall {fmt_time(med('sdk_wall'))})", baseline,
+            f"{wall_ratio:.2f}×" if wall_ratio else "n/a",
+            f"{cpu_ratio:.2f}× (worst {worst_ratio:.2f}×)" if cpu_ratio else "n/a",
+            "CPU ≤ 1.0× " + ("✅" if cpu_ratio is not None and cpu_ratio <= 1.0 else "❌"))
 
 # Issue 4 — caches
 for threads in (1, 2):

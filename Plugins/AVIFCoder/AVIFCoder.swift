@@ -12,7 +12,9 @@ import ImageCore
 /// tells the rotation and mirror. ICC and EXIF land in ``ImageMetadata``. Image sequences (`avis`) decode as
 /// animations: the first frame plus an on-demand provider, unless ``ImageDecodeOptions/preloadAllFrames`` or
 /// ``ImageDecodeOptions/firstFrameOnly`` is set; durations come from the track, the loop count from its edit
-/// list (none: forever). Thumbnails decode at full size, then go through the shared area resampler.
+/// list (none: forever). Thumbnails: AV1 has no reduced decode, so the YUV planes are decoded at full size, but
+/// their conversion to RGB runs a strip of rows at a time into the shared area reducer; full-size RGB never exists
+/// (the pixels are exactly those of a full conversion, area-averaged).
 ///
 /// Budgets: before libavif runs, the coder reads the container itself (``probe(_:)``: the primary item's
 /// `ispe`, a sequence's frame size and sample count) and refuses, with `imageTooLarge`, a frame over

@@ -15,6 +15,8 @@ final class AVIFFrameReader {
     /// The size frames come out at.
     private(set) var target: PixelSize
     private let options: ImageDecodeOptions
+    /// The strips of the last reduced frame (nil while every frame decoded at full size); for tests.
+    private(set) var lastStripReport: AVIFStripReport?
 
     init(handle: AVIFDecoderHandle, options: ImageDecodeOptions) {
         self.handle = handle
@@ -47,12 +49,26 @@ final class AVIFFrameReader {
                 .badImageData, stage: .decode,
                 message: "AVIF frame \(index) is \(decoded), the sequence is \(storedSize)")
         }
-        var pixels = try AVIFPixels.convert(handle.image, hasAlpha: handle.hasAlpha)
-        if applyTransforms && !transforms.isIdentity { pixels = transforms.apply(to: pixels) }
-        if pixels.width != target.width || pixels.height != target.height {
-            pixels = pixels.areaResampled(width: target.width, height: target.height)
+        return ImageFrame(pixels: try pixels(), duration: duration)
+    }
+
+    /// The decoded frame as shown (or stored), at ``target``: converted in strips and reduced on the way when
+    /// smaller (then turned upright: the area average commutes with turns and mirrors), else converted whole.
+    private func pixels() throws(ImageError) -> PixelBuffer {
+        let crop = applyTransforms ? transforms.effectiveCrop(in: storedSize) : nil
+        let turned = applyTransforms && transforms.orientation.swapsDimensions
+        let cropped = crop.map { PixelSize(width: $0.width, height: $0.height) } ?? storedSize
+        let produced = turned ? PixelSize(width: cropped.height, height: cropped.width) : cropped
+        guard target != produced else {
+            var pixels = try AVIFPixels.convert(handle.image, hasAlpha: handle.hasAlpha)
+            if applyTransforms && !transforms.isIdentity { pixels = transforms.apply(to: pixels) }
+            return pixels
         }
-        return ImageFrame(pixels: pixels, duration: duration)
+        let stored = turned ? PixelSize(width: target.height, height: target.width) : target
+        let (pixels, report) = try AVIFStripReducer.convert(
+            handle.image, hasAlpha: handle.hasAlpha, crop: crop, target: stored)
+        lastStripReport = report
+        return applyTransforms ? pixels.oriented(transforms.orientation) : pixels
     }
 
     /// ICC profile and EXIF from the container (read after the first frame decode, when libavif has filled them).

@@ -23,7 +23,10 @@ public import ImageCore
 /// "APNG" for the rules and why.
 ///
 /// The pixel budget is checked against the IHDR size read by this coder before libpng allocates anything.
-/// Thumbnails and scale-down decode at full size, then area-average down (PNG has no cheaper reduced decode).
+/// Thumbnails and scale-down shrink while decoding: rows are read a strip at a time and area-averaged into the
+/// thumbnail as they come, so a 12 MP PNG never sits in memory at full size (interlaced files, whose rows are only
+/// complete after the last pass, decode in full and are then area-averaged). Either way the pixels are exactly
+/// the full decode's, area-averaged.
 ///
 /// Threading: stateless and `Sendable`; decode and encode may run concurrently from any threads and block the
 /// calling thread, so call them from a decode pool, not the cooperative pool.

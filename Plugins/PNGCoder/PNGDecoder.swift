@@ -29,15 +29,27 @@ enum PNGDecoder {
             throw PNGStatus.badData(
                 "\(overlong.type) chunk declares \(overlong.length) bytes past the end of the data")
         }
-        var pixels = try decodePixels(data, chunks: chunks)
-        let target = options.targetSize(forSourceWidth: pixels.width, height: pixels.height)
-        if target.width != pixels.width || target.height != pixels.height {
-            pixels = pixels.areaResampled(width: target.width, height: target.height)
-        }
+        let pixels = try decodePixels(data, chunks: chunks, options: options).pixels
         let metadata = ImageMetadata(
             iccProfile: chunks.hasICCP ? iccProfile(of: data) : nil, exif: chunks.exif,
             sourcePixelWidth: chunks.width, sourcePixelHeight: chunks.height)
         return Image(pixels: pixels, format: .png, metadata: metadata)
+    }
+
+    /// The pixels at the size `options` ask for: a smaller size is reduced while decoding (rows in strips through
+    /// the area reducer) unless the image is interlaced, which decodes in full and is then resampled. The report
+    /// is nil for a full decode.
+    static func decodePixels(
+        _ data: Data, chunks: PNGChunks, options: ImageDecodeOptions
+    ) throws -> (pixels: PixelBuffer, report: PNGRowDecodeReport?) {
+        let target = options.targetSize(forSourceWidth: chunks.width, height: chunks.height)
+        let reduced = target.width != chunks.width || target.height != chunks.height
+        if reduced && !chunks.interlaced {
+            let (pixels, report) = try PNGRowDecoder.decode(data, target: target, maxPixels: options.maxPixelCount)
+            return (pixels, report)
+        }
+        let pixels = try decodePixels(data, chunks: chunks)
+        return (reduced ? pixels.areaResampled(width: target.width, height: target.height) : pixels, nil)
     }
 
     /// The signature and IHDR, or a `badImageData` error.

@@ -19,7 +19,8 @@ import Testing
         var builder = GIFBuilder(width: 65535, height: 65535)
         builder.frames = [.init(width: 1, height: 1, indices: [1])]
         let data = Data(builder.build())
-        #expect(coder.probe(data) == ImageProperties(format: .gif, width: 65535, height: 65535))
+        // The probe reads the header and walks the frame index (one frame here) without decoding anything.
+        #expect(coder.probe(data) == ImageProperties(format: .gif, width: 65535, height: 65535, frameCount: 1))
         // A 65535 x 65535 RGBA canvas would be 17 GB: refusing before allocating is the only way this passes.
         let error = #expect(throws: ImageError.self) { try coder.decode(data, options: .init()) }
         #expect(error?.code == .imageTooLarge)

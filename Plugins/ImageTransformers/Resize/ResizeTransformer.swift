@@ -15,7 +15,8 @@ import ImageCore
 /// or ``ResizeFilter/catmullRom``, source pixels are first averaged over boxes of the integer factor
 /// `k = ⌊s / 2⌋` (at most 128), leaving the filter a reduction of `2 ≤ s / k < 3`. This is the rule vips applies
 /// with its default gap of 2: indistinguishable from filtering the whole way, and it reads each source pixel once.
-/// Boxes are averaged on the fly while streaming rows, never stored as a whole image.
+/// Boxes are summed in integers on the fly while streaming rows (SIMD widening adds, like vips' `shrink`), never
+/// stored as a whole image; only each box's mean becomes a float.
 ///
 /// Layouts: the result has the layout and alpha mode of the input (gray stays gray, RGB stays RGB). Animated
 /// images: every frame is resized (see ``FrameMapper``). Threading: thread-safe; large frames are processed in
@@ -87,7 +88,8 @@ public struct ResizeTransformer: Transformer {
         return pixels.bytes.withUnsafeBufferPointer { bytes in
             let source = ResampleSource(
                 base: bytes.baseAddress!, bytesPerRow: pixels.bytesPerRow, width: pixels.width,
-                height: pixels.height, codec: RowCodec(pixels), kx: kx, ky: ky)
+                height: pixels.height, codec: RowCodec(pixels), kx: kx, ky: ky, layout: pixels.layout,
+                alphaMode: pixels.alphaMode)
             let wx = ResampleWeights(
                 inputSize: source.servedWidth, start: plan.startX / Double(kx), span: plan.spanX / Double(kx),
                 outputSize: plan.outputWidth, filter: filter)

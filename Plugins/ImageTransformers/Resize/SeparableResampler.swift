@@ -28,13 +28,11 @@ enum SeparableResampler {
                 wy.withView { yw in
                     Parallel.forEachStripe(count: outHeight, costPerItem: cost) { rows in
                         let rowBuffer = UnsafeMutablePointer<SIMD4<Float>>.allocate(capacity: columns)
-                        let scratch = UnsafeMutablePointer<SIMD4<Float>>.allocate(
-                            capacity: max(1, source.scratchCapacity(columns: columns)))
+                        let scratch = BoxScratch(lanes: source.scratchCapacity(columns: columns))
                         let ring = UnsafeMutablePointer<SIMD4<Float>>.allocate(capacity: ringRows * outWidth)
                         let accumulator = UnsafeMutablePointer<SIMD4<Float>>.allocate(capacity: outWidth)
                         defer {
                             rowBuffer.deallocate()
-                            scratch.deallocate()
                             ring.deallocate()
                             accumulator.deallocate()
                         }

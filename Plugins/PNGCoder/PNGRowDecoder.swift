@@ -1,0 +1,87 @@
+internal import CPNGShim
+import Foundation
+import ImageCore
+
+/// What a shrink-on-load decode held in memory (tests use it to prove a thumbnail never holds the full image).
+struct PNGRowDecodeReport: Equatable {
+    /// Rows decoded per strip.
+    var rowsPerStrip: Int
+    /// Bytes of the strip buffer: the only full-width pixel rows that exist at once.
+    var stripBytes: Int
+}
+
+/// Owns one `pngshim_rows` reader; destroys it in `deinit`. Not thread-safe: one decode call.
+final class PNGRowReader {
+    let handle: OpaquePointer
+
+    /// Opens a reader over `bytes`, which must stay valid for the reader's life.
+    init(_ bytes: UnsafeRawBufferPointer, maxPixels: Int) throws(ImageError) {
+        var reader: OpaquePointer?
+        var message = [CChar](repeating: 0, count: 256)
+        let status = pngshim_rows_open(
+            bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count, UInt64(max(0, maxPixels)), &reader,
+            &message, message.count)
+        guard status == Int32(PNGSHIM_OK), let reader else {
+            let text = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            throw PNGStatus.error(
+                status: status == Int32(PNGSHIM_OK) ? Int32(PNGSHIM_ERROR) : status, message: text, stage: .decode)
+        }
+        handle = reader
+    }
+
+    deinit { pngshim_rows_destroy(handle) }
+
+    /// Width, height and channels of the rows (1, 3 or 4).
+    var geometry: (width: Int, height: Int, channels: Int) {
+        var width: UInt32 = 0
+        var height: UInt32 = 0
+        var channels: Int32 = 0
+        pngshim_rows_geometry(handle, &width, &height, &channels)
+        return (Int(width), Int(height), Int(channels))
+    }
+
+    /// Decodes the next `count` rows into `pixels`, `bytesPerRow` apart.
+    func read(into pixels: UnsafeMutablePointer<UInt8>, bytesPerRow: Int, count: Int) throws(ImageError) {
+        let status = pngshim_rows_read(handle, pixels, bytesPerRow, UInt32(count))
+        guard status == Int32(PNGSHIM_OK) else {
+            throw PNGStatus.error(
+                status: status, message: String(cString: pngshim_rows_message(handle)), stage: .decode)
+        }
+    }
+}
+
+/// Shrink-on-load for non-interlaced PNG: rows are decoded a strip at a time and fed to ImageCore's area
+/// reducer, so a thumbnail of a 12 MP PNG holds a strip of rows and the thumbnail, never the full image.
+///
+/// The result is byte for byte what the full decode followed by `areaResampled` gives: the same libpng transforms
+/// (see `pngshim_rows.h`), the same reducer. Interlaced images keep the full decode (a row is only complete after
+/// the last Adam7 pass). Thread-safe: no shared state.
+enum PNGRowDecoder {
+    /// Decoded bytes per strip (a few hundred KB whatever the image size).
+    static let stripBytes = 256 * 1024
+
+    /// Decodes `data` reduced to `target`, with the budget `maxPixels` checked again by libpng's header read.
+    static func decode(_ data: Data, target: PixelSize, maxPixels: Int) throws -> (PixelBuffer, PNGRowDecodeReport) {
+        try data.withUnsafeBytes { bytes in
+            let reader = try PNGRowReader(bytes, maxPixels: maxPixels)
+            let (width, height, channels) = reader.geometry
+            guard width > 0, height > 0 else { throw PNGStatus.badData("image has no rows") }
+            let layout: PixelLayout = channels == 4 ? .rgba8 : (channels == 3 ? .rgb8 : .gray8)
+            let rowBytes = width * channels
+            let rows = max(1, min(height, stripBytes / max(1, rowBytes)))
+            let strip = UnsafeMutablePointer<UInt8>.allocate(capacity: rows * rowBytes)
+            defer { strip.deallocate() }
+            let reducer = AreaReducer(
+                sourceWidth: width, sourceHeight: height, width: target.width, height: target.height, layout: layout,
+                alphaMode: .straight)
+            var row = 0
+            while row < height {
+                let count = min(rows, height - row)
+                try reader.read(into: strip, bytesPerRow: rowBytes, count: count)
+                reducer.push(rows: strip, count: count, bytesPerRow: rowBytes)
+                row += count
+            }
+            return (reducer.finish(), PNGRowDecodeReport(rowsPerStrip: rows, stripBytes: rows * rowBytes))
+        }
+    }
+}
