@@ -33,7 +33,7 @@ enum CacheKeys {
         var rawOrientation = false
         var firstFrame = false
         var decode: String?
-        var transformer: String?
+        var transformer: TransformerKeyPart?
 
         /// True when no part applies (the key is the base alone).
         var isEmpty: Bool {
@@ -55,25 +55,30 @@ enum CacheKeys {
         guard !parts.isEmpty else {
             return baseLength == base.utf8.count ? base : escaped(base, length: baseLength)
         }
+        // Every field read once into a local: the closure below then copies no optional out of `parts`.
+        let partition = parts.partition
         let thumbnail = parts.thumbnail.map { thumbnailValue($0, fill: parts.fill, scaleUp: parts.scaleUp) }
+        let (rawOrientation, firstFrame, decode) = (parts.rawOrientation, parts.firstFrame, parts.decode)
+        let transformPart = parts.transformer?.part ?? ""
         var length = baseLength
-        length += partLength("partition", parts.partition)
+        length += partLength("partition", partition)
         length += partLength("thumbnail", thumbnail)
-        length += parts.rawOrientation ? partLength("orientation", "raw") : 0
-        length += parts.firstFrame ? partLength("frames", "first") : 0
-        length += partLength("decode", parts.decode)
-        length += partLength("transform", parts.transformer)
+        length += rawOrientation ? partLength("orientation", "raw") : 0
+        length += firstFrame ? partLength("frames", "first") : 0
+        length += partLength("decode", decode)
+        length += transformPart.utf8.count
         let ext = URLScan.shortExtension(of: url, absoluteString: absoluteString)
         length += ext.map { 2 + $0.count } ?? 0
         return String(unsafeUninitializedCapacity: length) { buffer in
             var writer = Writer(buffer: buffer)
-            writer.writeEscaped(base)
-            writer.writePart("partition", parts.partition)
-            writer.writePart("thumbnail", thumbnail)
-            if parts.rawOrientation { writer.writePart("orientation", "raw") }
-            if parts.firstFrame { writer.writePart("frames", "first") }
-            writer.writePart("decode", parts.decode)
-            writer.writePart("transform", parts.transformer)
+            // Most bases need no escape (a URL's absolute string has no space or backslash): one copy, no rescan.
+            if baseLength == base.utf8.count { writer.writeVerbatim(base) } else { writer.writeEscaped(base) }
+            if partition != nil { writer.writePart("partition", partition) }
+            if thumbnail != nil { writer.writePart("thumbnail", thumbnail) }
+            if rawOrientation { writer.writePart("orientation", "raw") }
+            if firstFrame { writer.writePart("frames", "first") }
+            if decode != nil { writer.writePart("decode", decode) }
+            writer.writeVerbatim(transformPart)
             if let ext {
                 writer.write(space)
                 writer.write(dot)
@@ -104,16 +109,71 @@ enum CacheKeys {
     private static let dot = UInt8(ascii: ".")
 
     /// The length of `text` once escaped (its own length when nothing needs escaping).
-    static func escapedLength(_ text: String) -> Int {
-        let scan = { (bytes: UnsafeBufferPointer<UInt8>) -> Int in
+    static func escapedLength(_ text: String) -> Int { withUTF8(text, escapedLength(of:)) }
+
+    /// Runs `body` over `text`'s UTF-8 bytes: in place for a native string (no copy, no reference counting), else
+    /// over a contiguous copy.
+    @inline(__always)
+    static func withUTF8<R>(_ text: String, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+        if let result = text.utf8.withContiguousStorageIfAvailable(body) { return result }
+        var copy = text
+        return copy.withUTF8(body)
+    }
+
+    /// The length of `bytes` once escaped: eight bytes per step, and the bits of the bytes to escape counted only
+    /// when there are some (rarely: a URL's absolute string has neither).
+    static func escapedLength(of bytes: UnsafeBufferPointer<UInt8>) -> Int {
+        guard let start = bytes.baseAddress else { return 0 }
+        let count = bytes.count
+        guard count >= 8 else {
             var extra = 0
             for byte in bytes where byte == space || byte == backslash { extra += 1 }
-            return bytes.count + extra
+            return count + extra
         }
-        if let length = text.utf8.withContiguousStorageIfAvailable(scan) { return length }
-        var copy = text
-        copy.makeContiguousUTF8()
-        return copy.utf8.withContiguousStorageIfAvailable(scan) ?? 0
+        let raw = UnsafeRawPointer(start)
+        var extra = 0
+        var index = 0
+        while index + 8 <= count {
+            let mask = escapeMask(raw.loadUnaligned(fromByteOffset: index, as: UInt64.self))
+            if mask != 0 { extra += mask.nonzeroBitCount }
+            index += 8
+        }
+        if index < count {
+            // The last eight bytes, less the ones the loop counted (the lowest bytes, on a little-endian load).
+            let word = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self))
+            let mask = escapeMask(word) >> UInt64((8 - (count - index)) * 8)
+            if mask != 0 { extra += mask.nonzeroBitCount }
+        }
+        return count + extra
+    }
+
+    /// The high bit of every byte of `word` that is a space or a backslash, and no other bit.
+    ///
+    /// Exact per byte (no borrow crosses bytes): a byte equal to the pattern is zero after the xor, and only a zero
+    /// byte keeps its high bit clear after adding 0x7F to its low seven bits and or-ing itself back in.
+    @inline(__always)
+    static func escapeMask(_ word: UInt64) -> UInt64 {
+        let low7: UInt64 = 0x7F7F_7F7F_7F7F_7F7F
+        let spaces = word ^ 0x2020_2020_2020_2020
+        let backslashes = word ^ 0x5C5C_5C5C_5C5C_5C5C
+        let spaceBytes = ~(((spaces & low7) &+ low7) | spaces | low7)
+        let backslashBytes = ~(((backslashes & low7) &+ low7) | backslashes | low7)
+        return spaceBytes | backslashBytes
+    }
+
+    /// The number of bytes at `start` (of `count`) before the first one that needs an escape.
+    @inline(__always)
+    static func plainPrefixLength(_ start: UnsafePointer<UInt8>, count: Int) -> Int {
+        let raw = UnsafeRawPointer(start)
+        var index = 0
+        while index + 8 <= count {
+            // Little-endian order: the first byte in memory is the lowest of the word.
+            let mask = escapeMask(UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)))
+            if mask != 0 { return index + mask.trailingZeroBitCount / 8 }
+            index += 8
+        }
+        while index < count, start[index] != space, start[index] != backslash { index += 1 }
+        return index
     }
 
     /// `text` escaped: `\` as `\\`, a space as `\s`.
@@ -125,31 +185,57 @@ enum CacheKeys {
         }
     }
 
+    /// The transformer's part, ` transform(<escaped key>)`.
+    static func transformPart(_ transformerKey: String) -> String {
+        let length = partLength("transform", transformerKey)
+        return String(unsafeUninitializedCapacity: length) { buffer in
+            var writer = Writer(buffer: buffer)
+            writer.writePart("transform", transformerKey)
+            return writer.offset
+        }
+    }
+
     /// The bytes of ` name(value)`, nothing when `value` is nil.
     private static func partLength(_ name: StaticString, _ value: String?) -> Int {
         guard let value else { return 0 }
         return 1 + name.utf8CodeUnitCount + 2 + escapedLength(value)
     }
 
+    /// Writes into a buffer whose size the caller computed exactly (so no write needs a bounds check).
     private struct Writer {
-        let buffer: UnsafeMutableBufferPointer<UInt8>
+        let start: UnsafeMutablePointer<UInt8>?
         var offset = 0
 
+        init(buffer: UnsafeMutableBufferPointer<UInt8>) { start = buffer.baseAddress }
+
         mutating func write(_ byte: UInt8) {
-            buffer[offset] = byte
+            start.unsafelyUnwrapped[offset] = byte
             offset += 1
         }
 
+        /// Copies `text` as it is (it needs no escape, or is escaped already).
+        mutating func writeVerbatim(_ text: String) {
+            CacheKeys.withUTF8(text) { bytes in
+                guard let source = bytes.baseAddress else { return }
+                (start.unsafelyUnwrapped + offset).update(from: source, count: bytes.count)
+                offset += bytes.count
+            }
+        }
+
+        /// Copies runs of bytes that need no escape at once, and escapes the others one by one.
         mutating func writeEscaped(_ text: String) {
-            for byte in text.utf8 {
-                switch byte {
-                case CacheKeys.backslash:
+            CacheKeys.withUTF8(text) { bytes in
+                guard let source = bytes.baseAddress else { return }
+                var index = 0
+                while index < bytes.count {
+                    let run = CacheKeys.plainPrefixLength(source + index, count: bytes.count - index)
+                    (start.unsafelyUnwrapped + offset).update(from: source + index, count: run)
+                    offset += run
+                    index += run
+                    guard index < bytes.count else { break }
                     write(CacheKeys.backslash)
-                    write(CacheKeys.backslash)
-                case CacheKeys.space:
-                    write(CacheKeys.backslash)
-                    write(UInt8(ascii: "s"))
-                default: write(byte)
+                    write(source[index] == CacheKeys.space ? UInt8(ascii: "s") : CacheKeys.backslash)
+                    index += 1
                 }
             }
         }
@@ -157,11 +243,30 @@ enum CacheKeys {
         mutating func writePart(_ name: StaticString, _ value: String?) {
             guard let value else { return }
             write(CacheKeys.space)
-            name.withUTF8Buffer { for byte in $0 { write(byte) } }
+            name.withUTF8Buffer { name in
+                guard let source = name.baseAddress else { return }
+                (start.unsafelyUnwrapped + offset).update(from: source, count: name.count)
+                offset += name.count
+            }
             write(UInt8(ascii: "("))
             writeEscaped(value)
             write(UInt8(ascii: ")"))
         }
+    }
+}
+
+/// A transformer's key and its cache-key part, ` transform(<escaped key>)`, made once when the transformer is put
+/// in a context (or set as the manager's), so each load's key gets the part by one copy instead of escaping the key
+/// again.
+final class TransformerKeyPart: Sendable {
+    /// ``Transformer/transformerKey``.
+    let key: String
+    /// ` transform(<key, escaped>)`.
+    let part: String
+
+    init(key: String) {
+        self.key = key
+        part = CacheKeys.transformPart(key)
     }
 }
 

@@ -94,8 +94,11 @@ enum URLScan {
             // No `/` after the authority: no path at all.
             if hasAuthority && index < lowest { return .undecided }
             let componentStart = index + 1
-            // No dot in the last component, or only a leading one (a hidden name): no extension.
-            guard lastDot > componentStart else { return .decided(nil) }
+            // No dot in the last component, or nothing but dots before the last one (`.png`, `..png`: a hidden
+            // name, as Foundation reads it): no extension.
+            var stem = componentStart
+            while stem < lastDot, bytes[stem] == dot { stem += 1 }
+            guard lastDot > componentStart, stem < lastDot else { return .decided(nil) }
             let ext = ShortExtension(lowercasing: UnsafeBufferPointer(rebasing: bytes[(lastDot + 1)..<pathEnd]))
             return .decided(ext)
         } ?? .undecided
@@ -115,10 +118,25 @@ enum URLScan {
         while index < bytes.count {
             let byte = bytes[index]
             if byte == colon { return index }
-            guard isLetter(byte) || isDigit(byte) || byte == plus || byte == minus || byte == dot else { return nil }
+            guard isSchemeByte(byte) else { return nil }
             index += 1
         }
         return nil
+    }
+
+    /// ALPHA / DIGIT / "+" / "-" / ".": one bit per ASCII byte (bytes 0–63 in the low word, 64–127 in the high).
+    private static let schemeBytesLow: UInt64 = (0x3FF << 0x30) | (1 << 0x2B) | (1 << 0x2D) | (1 << 0x2E)
+    private static let schemeBytesHigh: UInt64 = (0x3FF_FFFF << 1) | (0x3FF_FFFF << 33)
+
+    /// True when `byte` may follow a scheme's first letter: one table lookup instead of five comparisons.
+    @inline(__always)
+    private static func isSchemeByte(_ byte: UInt8) -> Bool {
+        let bit = UInt64(byte & 63)
+        switch byte >> 6 {
+        case 0: return (schemeBytesLow >> bit) & 1 != 0
+        case 1: return (schemeBytesHigh >> bit) & 1 != 0
+        default: return false
+        }
     }
 
     private static func isLetter(_ byte: UInt8) -> Bool { (byte | 0x20) >= 0x61 && (byte | 0x20) <= 0x7A }
