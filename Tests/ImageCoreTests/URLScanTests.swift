@@ -44,6 +44,11 @@ import Testing
             let absolute = url.absoluteString
             let expected = URLScan.foundationShortExtension(of: url)
             #expect(URLScan.shortExtension(of: url, absoluteString: absolute) == expected, "\(absolute)")
+            // The load's path: the scheme's end found once, then handed to the extension scan.
+            let schemeEnd = URLScan.plainSchemeEnd(url, absoluteString: absolute)
+            #expect(
+                URLScan.shortExtension(of: url, absoluteString: absolute, schemeEnd: schemeEnd) == expected,
+                "\(absolute)")
             if case .decided(let ext) = URLScan.scanShortExtension(absolute) {
                 scanned += 1
                 #expect(ext == expected, "\(absolute)")

@@ -50,7 +50,7 @@ enum CacheKeys {
     /// The key for `base` and `parts`, with `url`'s short extension last when a part was added.
     ///
     /// Written in one pass into a buffer of the exact size: one allocation, no appends.
-    static func key(base: String, url: URL, absoluteString: String, parts: Parts) -> String {
+    static func key(base: String, url: URL, absoluteString: String, schemeEnd: Int? = nil, parts: Parts) -> String {
         let baseLength = escapedLength(base)
         guard !parts.isEmpty else {
             return baseLength == base.utf8.count ? base : escaped(base, length: baseLength)
@@ -67,7 +67,7 @@ enum CacheKeys {
         length += firstFrame ? partLength("frames", "first") : 0
         length += partLength("decode", decode)
         length += transformPart.utf8.count
-        let ext = URLScan.shortExtension(of: url, absoluteString: absoluteString)
+        let ext = URLScan.shortExtension(of: url, absoluteString: absoluteString, schemeEnd: schemeEnd)
         length += ext.map { 2 + $0.count } ?? 0
         return String(unsafeUninitializedCapacity: length) { buffer in
             var writer = Writer(buffer: buffer)
@@ -196,6 +196,7 @@ enum CacheKeys {
     }
 
     /// The bytes of ` name(value)`, nothing when `value` is nil.
+    @inline(__always)
     private static func partLength(_ name: StaticString, _ value: String?) -> Int {
         guard let value else { return 0 }
         return 1 + name.utf8CodeUnitCount + 2 + escapedLength(value)

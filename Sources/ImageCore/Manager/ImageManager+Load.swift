@@ -48,7 +48,9 @@ extension ImageManager {
     ) -> R {
         guard let url else { return failed(.invalidURL("nil URL")) }
         let absoluteString = url.absoluteString
-        guard !absoluteString.isEmpty, URLScan.hasScheme(url, absoluteString: absoluteString) else {
+        // The scheme's end, found once: the key builder's extension scan starts after it.
+        let schemeEnd = URLScan.plainSchemeEnd(url, absoluteString: absoluteString)
+        guard !absoluteString.isEmpty, schemeEnd != nil || url.scheme != nil else {
             return failed(.invalidURL("empty or relative URL"))
         }
         if !options.contains(.retryFailed) && isFailedURL(url) {
@@ -64,8 +66,8 @@ extension ImageManager {
             effectiveContext = processed.context
         }
         let lookup = LoadLookup(
-            url: url, absoluteString: absoluteString, options: effectiveOptions, context: effectiveContext,
-            manager: self)
+            url: url, absoluteString: absoluteString, schemeEnd: schemeEnd, options: effectiveOptions,
+            context: effectiveContext, manager: self)
         return prepared(url, effectiveContext, lookup)
     }
 

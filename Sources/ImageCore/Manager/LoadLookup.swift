@@ -48,7 +48,10 @@ struct LoadLookup {
     // from them (flags, the keys) and the plan reads the rest from the context when it needs it.
     // Inlined into its one caller, so the value is built in place rather than copied out of the initializer.
     @inline(__always)
-    init(url: URL, absoluteString: String, options: ImageOptions, context: ImageContext, manager: ImageManager) {
+    init(
+        url: URL, absoluteString: String, schemeEnd: Int?, options: ImageOptions, context: ImageContext,
+        manager: ImageManager
+    ) {
         self.options = options
         isPartitioned = context.hasValue(.cachePartitionKey)
         if context.hasValue(.downloadRequestModifier) {
@@ -65,7 +68,8 @@ struct LoadLookup {
         isTransformed = context.hasValue(.imageTransformer)
         if !carriesCredentials || isPartitioned {
             let keys = LoadPlan.keys(
-                for: url, absoluteString: absoluteString, context: context, decodeOptions: customDecode)
+                for: url, absoluteString: absoluteString, schemeEnd: schemeEnd, context: context,
+                decodeOptions: customDecode)
             hasKey = keys.key != nil
             cacheKey = keys.key ?? ""
             derivedBase = keys.derivedBase

@@ -156,7 +156,8 @@ final class LoadPlan: Sendable {
     /// The load's key: the filter's base, then the parts that change what the key means. `decodeOptions` nil means
     /// the standard ones (no part).
     static func keys(
-        for url: URL, absoluteString: String, context: ImageContext, decodeOptions box: DecodeOptionsBox?
+        for url: URL, absoluteString: String, schemeEnd: Int? = nil, context: ImageContext,
+        decodeOptions box: DecodeOptionsBox?
     ) -> Keys {
         let base: String?
         if context.hasValue(.cacheKeyFilter), let filter = context.cacheKeyFilter {
@@ -179,11 +180,13 @@ final class LoadPlan: Sendable {
         }
         // The common plain load: nothing is appended, both keys are the base.
         if parts.isEmpty, !context.hasValue(.cachePartitionKey) {
-            let key = CacheKeys.key(base: base, url: url, absoluteString: absoluteString, parts: parts)
+            let key = CacheKeys.key(
+                base: base, url: url, absoluteString: absoluteString, schemeEnd: schemeEnd, parts: parts)
             return Keys(key: key, derivedBase: nil)
         }
         parts.partition = context.cachePartitionKey
-        let key = CacheKeys.key(base: base, url: url, absoluteString: absoluteString, parts: parts)
+        let key = CacheKeys.key(
+            base: base, url: url, absoluteString: absoluteString, schemeEnd: schemeEnd, parts: parts)
         return Keys(key: key, derivedBase: base)
     }
 

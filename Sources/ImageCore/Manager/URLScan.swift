@@ -13,6 +13,19 @@ enum URLScan {
         let packed: UInt64
         let count: Int
 
+        /// The extension in `bytes` (the scan's path: a plain loop over at most five bytes).
+        init?(lowercasing bytes: UnsafeBufferPointer<UInt8>) {
+            guard (1...5).contains(bytes.count) else { return nil }
+            var packed: UInt64 = 0
+            for index in 0..<bytes.count {
+                let byte = bytes[index]
+                guard URLScan.isAlphanumeric(byte) else { return nil }
+                packed |= UInt64(byte >= 0x41 && byte <= 0x5A ? byte + 0x20 : byte) << UInt64(index * 8)
+            }
+            self.packed = packed
+            self.count = bytes.count
+        }
+
         init?(lowercasing bytes: some Collection<UInt8>) {
             guard (1...5).contains(bytes.count) else { return nil }
             var packed: UInt64 = 0
@@ -34,18 +47,24 @@ enum URLScan {
 
     /// True when `url` has a scheme (what `url.scheme != nil` says).
     static func hasScheme(_ url: URL, absoluteString: String) -> Bool {
-        if startsWithScheme(absoluteString), url.baseURL == nil { return true }
-        return url.scheme != nil
+        plainSchemeEnd(url, absoluteString: absoluteString) != nil || url.scheme != nil
     }
 
-    /// True when `string` starts with a valid scheme and its `:` (reads only those bytes).
-    private static func startsWithScheme(_ string: String) -> Bool {
-        string.utf8.withContiguousStorageIfAvailable { schemeEnd($0) != nil } ?? false
+    /// The index of the `:` that ends the scheme `absoluteString` starts with, when `url` has no base URL (a URL
+    /// the scans may read on their own); nil otherwise. A load finds it once and hands it to the key builder's
+    /// extension scan, which then does not read the scheme again.
+    static func plainSchemeEnd(_ url: URL, absoluteString: String) -> Int? {
+        guard let colon = absoluteString.utf8.withContiguousStorageIfAvailable(schemeEnd) ?? nil else { return nil }
+        return url.baseURL == nil ? colon : nil
     }
 
     /// The URL path's extension, lowercased, when it is 1–5 ASCII letters or digits; else nil. Keys end in it, so
-    /// the disk cache names files after the image type.
-    static func shortExtension(of url: URL, absoluteString: String) -> ShortExtension? {
+    /// the disk cache names files after the image type. `schemeEnd` is ``plainSchemeEnd(_:absoluteString:)`` when
+    /// the caller has it.
+    static func shortExtension(of url: URL, absoluteString: String, schemeEnd: Int? = nil) -> ShortExtension? {
+        if let schemeEnd, case .decided(let ext) = scanShortExtension(absoluteString, schemeEnd: schemeEnd) {
+            return ext
+        }
         if url.baseURL == nil, case .decided(let ext) = scanShortExtension(absoluteString) { return ext }
         return foundationShortExtension(of: url)
     }
@@ -65,9 +84,12 @@ enum URLScan {
 
     /// Scans an absolute URL string for its short extension: finds where the path ends (the first `?` or `#`),
     /// then reads its last component backwards, so only that component is looked at byte by byte.
-    static func scanShortExtension(_ string: String) -> Scan {
+    /// `schemeEnd`, when given, is where the string's scheme ends (so it is not scanned again).
+    static func scanShortExtension(_ string: String, schemeEnd knownEnd: Int? = nil) -> Scan {
         string.utf8.withContiguousStorageIfAvailable { bytes -> Scan in
-            guard let colon = schemeEnd(bytes), let base = bytes.baseAddress else { return .undecided }
+            guard let colon = knownEnd ?? schemeEnd(bytes), colon < bytes.count, let base = bytes.baseAddress else {
+                return .undecided
+            }
             let hasAuthority = colon + 2 < bytes.count && bytes[colon + 1] == slash && bytes[colon + 2] == slash
             // The path (or, without a path, the authority) ends at the query or the fragment.
             let rest = colon + 1
