@@ -92,6 +92,18 @@ import Testing
                 base: filterOutput ?? url.absoluteString, url: url, partition: partition, thumbnail: thumbnail,
                 rawOrientation: rawOrientation, transformerKey: transformerKey)
             #expect(manager.cacheKey(for: url, context: context) == expected, "seed \(seed)")
+            // The original key, made from the derived key on a miss: the base, the partition, the extension.
+            let decode =
+                LoadPlan.hasStandardDecodeOptions(options: [], context: context)
+                ? nil : DecodeOptionsBox(LoadPlan.decodeOptions(options: [], context: context))
+            let keys = LoadPlan.keys(
+                for: url, absoluteString: url.absoluteString, context: context, decodeOptions: decode)
+            let expectedOriginal = Self.referenceKey(
+                base: filterOutput ?? url.absoluteString, url: url, partition: partition, thumbnail: nil,
+                rawOrientation: false, transformerKey: nil)
+            #expect(
+                keys.originalKey(url: url, absoluteString: url.absoluteString, context: context) == expectedOriginal,
+                "seed \(seed)")
         }
     }
 

@@ -79,14 +79,29 @@ enum CacheKeys {
             if firstFrame { writer.writePart("frames", "first") }
             if decode != nil { writer.writePart("decode", decode) }
             writer.writeVerbatim(transformPart)
-            if let ext {
-                writer.write(space)
-                writer.write(dot)
-                withUnsafeBytes(of: ext.packed.littleEndian) { bytes in
-                    for index in 0..<ext.count { writer.write(bytes[index]) }
-                }
-            }
+            if let ext { writer.writeExtension(ext) }
             return writer.offset
+        }
+    }
+
+    /// The original key of a derived key (one with parts): its first token, the escaped base, then the partition
+    /// part and the URL's extension when there is a partition. Equal to
+    /// `key(base:url:absoluteString:parts: Parts(partition: partition))` for the base `key` was made from.
+    static func originalKey(ofDerivedKey key: String, partition: String?, url: URL, absoluteString: String) -> String {
+        withUTF8(key) { bytes -> String in
+            // The base is escaped, so the first space ends it.
+            let baseLength = bytes.firstIndex(of: space) ?? bytes.count
+            let base = UnsafeBufferPointer(rebasing: bytes[..<baseLength])
+            guard let partition else { return String(decoding: base, as: UTF8.self) }
+            let ext = URLScan.shortExtension(of: url, absoluteString: absoluteString)
+            let length = baseLength + partLength("partition", partition) + (ext.map { 2 + $0.count } ?? 0)
+            return String(unsafeUninitializedCapacity: length) { buffer in
+                var writer = Writer(buffer: buffer)
+                writer.writeVerbatim(base)
+                writer.writePart("partition", partition)
+                if let ext { writer.writeExtension(ext) }
+                return writer.offset
+            }
         }
     }
 
@@ -216,10 +231,24 @@ enum CacheKeys {
 
         /// Copies `text` as it is (it needs no escape, or is escaped already).
         mutating func writeVerbatim(_ text: String) {
-            CacheKeys.withUTF8(text) { bytes in
-                guard let source = bytes.baseAddress else { return }
-                (start.unsafelyUnwrapped + offset).update(from: source, count: bytes.count)
-                offset += bytes.count
+            CacheKeys.withUTF8(text) { bytes in writeVerbatim(bytes) }
+        }
+
+        /// Copies `bytes` as they are.
+        mutating func writeVerbatim(_ bytes: UnsafeBufferPointer<UInt8>) {
+            guard let source = bytes.baseAddress else { return }
+            (start.unsafelyUnwrapped + offset).update(from: source, count: bytes.count)
+            offset += bytes.count
+        }
+
+        /// ` .<ext>`.
+        mutating func writeExtension(_ ext: URLScan.ShortExtension) {
+            write(CacheKeys.space)
+            write(CacheKeys.dot)
+            var packed = ext.packed
+            for _ in 0..<ext.count {
+                write(UInt8(truncatingIfNeeded: packed))
+                packed >>= 8
             }
         }
 

@@ -44,7 +44,7 @@ extension ImageManager {
     @inline(__always)
     func prepareLoad<R>(
         _ url: URL?, options: ImageOptions, context: ImageContext?, failed: (ImageError) -> R,
-        prepared: (URL, ImageContext, LoadLookup) -> R
+        prepared: (URL, ImageContext, inout LoadLookup) -> R
     ) -> R {
         guard let url else { return failed(.invalidURL("nil URL")) }
         let absoluteString = url.absoluteString
@@ -56,19 +56,22 @@ extension ImageManager {
         if !options.contains(.retryFailed) && isFailedURL(url) {
             return failed(ImageError(.blockedURL, stage: .request, message: absoluteString))
         }
-        let settings = loadSettings
         var effectiveOptions = options
         var effectiveContext = context ?? ImageContext()
-        effectiveContext.layer(settings.contextDefaults)
-        if settings.hasOptionsProcessor, let processor = settings.optionsProcessor {
-            let processed = processor.processedResult(for: url, options: effectiveOptions, context: effectiveContext)
-            effectiveOptions = processed.options
-            effectiveContext = processed.context
+        if let settings = loadSettingsIfAny {
+            effectiveContext.layer(settings.contextDefaults)
+            if settings.hasOptionsProcessor, let processor = settings.optionsProcessor {
+                let processed = processor.processedResult(
+                    for: url, options: effectiveOptions, context: effectiveContext)
+                effectiveOptions = processed.options
+                effectiveContext = processed.context
+            }
         }
-        let lookup = LoadLookup(
+        // Handed on in place (`inout`): a value passed by copy was copied field by field, a reference count each.
+        var lookup = LoadLookup(
             url: url, absoluteString: absoluteString, schemeEnd: schemeEnd, options: effectiveOptions,
             context: effectiveContext, manager: self)
-        return prepared(url, effectiveContext, lookup)
+        return prepared(url, effectiveContext, &lookup)
     }
 
     /// Runs a prepared load that the memory fast path did not end: builds its plan and operation, then asks the

@@ -80,6 +80,16 @@ public final class ImageManager: Sendable {
 
     var loadSettings: LoadSettings { settings.withLock { $0.load } }
 
+    /// The settings every load reads, or nil when the manager has none of them (no transformer, filter,
+    /// serializer or options processor: most managers), which a load then learns without taking the lock.
+    var loadSettingsIfAny: LoadSettings? {
+        guard hasLoadSettings.load(ordering: .acquiring) else { return nil }
+        return loadSettings
+    }
+
+    /// True once a transformer, filter, serializer or options processor was set (stored under the settings' lock).
+    private let hasLoadSettings = Atomic<Bool>(false)
+
     private func updateSettings(_ change: (inout Settings) -> Void) {
         settings.withLock { settings in
             change(&settings)
@@ -88,6 +98,8 @@ public final class ImageManager: Sendable {
                 cacheKeyFilter: settings.cacheKeyFilter, cacheSerializer: settings.cacheSerializer)
             settings.load = LoadSettings(
                 contextDefaults: defaults.isEmpty ? nil : defaults, optionsProcessor: settings.optionsProcessor)
+            hasLoadSettings.store(
+                !defaults.isEmpty || settings.optionsProcessor != nil, ordering: .releasing)
         }
     }
     let failedURLs = Locked(FailedURLList())

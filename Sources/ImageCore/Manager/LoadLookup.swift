@@ -27,16 +27,16 @@ struct LoadLookup {
     /// The cache key when `hasKey`, else empty. (A plain `String`: the optimizer copies a `String?` through the
     /// runtime's generic value witnesses.)
     let cacheKey: String
-    /// The key's base when a thumbnail, orientation, transformer or partition part was appended to it (the
-    /// original key is built from it only on a miss); nil otherwise.
-    private let derivedBase: String?
+    /// True when a thumbnail, orientation, transformer or partition part was appended to the base (the original
+    /// key, built only on a miss, then differs from `key`).
+    private let hasParts: Bool
     /// Levels to query for `key` (none when the load may not share cache entries).
     let queryCacheType: ImageCacheType
 
     /// The key of the untransformed original; nil when uncacheable. Built on each call: the miss path asks once.
     func originalKey(url: URL, context: ImageContext) -> String? {
         guard hasKey else { return nil }
-        return LoadPlan.Keys(key: cacheKey, derivedBase: derivedBase)
+        return LoadPlan.Keys(key: cacheKey, hasParts: hasParts)
             .originalKey(url: url, absoluteString: url.absoluteString, context: context)
     }
 
@@ -52,34 +52,40 @@ struct LoadLookup {
         url: URL, absoluteString: String, schemeEnd: Int?, options: ImageOptions, context: ImageContext,
         manager: ImageManager
     ) {
-        self.options = options
-        isPartitioned = context.hasValue(.cachePartitionKey)
+        // Everything into locals first, then each field assigned once: an initializer that reads a field it just
+        // set builds the value in memory and copies it out, a reference count per field.
+        let partitioned = context.hasValue(.cachePartitionKey)
+        let credentials: Bool
         if context.hasValue(.downloadRequestModifier) {
-            carriesCredentials = true
+            credentials = true
         } else if context.hasValue(.imageLoader), let loader = context.imageLoader {
-            carriesCredentials = loader.requestCarriesCredentials(for: url, options: options, context: context)
+            credentials = loader.requestCarriesCredentials(for: url, options: options, context: context)
         } else {
-            carriesCredentials = manager.strategies.requestCarriesCredentials(
-                for: url, options: options, context: context)
+            credentials = manager.strategies.requestCarriesCredentials(for: url, options: options, context: context)
         }
-        customDecode =
+        let decode =
             LoadPlan.hasStandardDecodeOptions(options: options, context: context)
             ? nil : DecodeOptionsBox(LoadPlan.decodeOptions(options: options, context: context))
-        isTransformed = context.hasValue(.imageTransformer)
-        if !carriesCredentials || isPartitioned {
-            let keys = LoadPlan.keys(
+        let keys: LoadPlan.Keys
+        let levels: ImageCacheType
+        if !credentials || partitioned {
+            keys = LoadPlan.keys(
                 for: url, absoluteString: absoluteString, schemeEnd: schemeEnd, context: context,
-                decodeOptions: customDecode)
-            hasKey = keys.key != nil
-            cacheKey = keys.key ?? ""
-            derivedBase = keys.derivedBase
-            queryCacheType = context.queryCacheType ?? .all
+                decodeOptions: decode)
+            levels = context.queryCacheType ?? .all
         } else {
-            hasKey = false
-            cacheKey = ""
-            derivedBase = nil
-            queryCacheType = .none
+            keys = LoadPlan.Keys(key: nil, hasParts: false)
+            levels = .none
         }
+        self.options = options
+        carriesCredentials = credentials
+        isPartitioned = partitioned
+        customDecode = decode
+        isTransformed = context.hasValue(.imageTransformer)
+        hasKey = keys.key != nil
+        cacheKey = keys.key ?? ""
+        hasParts = keys.hasParts
+        queryCacheType = levels
     }
 
     /// Asks the load's cache (the context's, else the manager's) on this thread; see

@@ -140,16 +140,15 @@ final class LoadPlan: Sendable {
     /// when a load needs it (a miss): a memory hit of a derived key never asks for it.
     struct Keys {
         let key: String?
-        /// The base, when parts were appended (the original key is then the base plus any partition).
-        let derivedBase: String?
-        var hasParts: Bool { derivedBase != nil }
+        /// True when parts were appended to the base (the original key is then the base plus any partition).
+        let hasParts: Bool
 
-        /// The original's key: the base plus the partition part when parts were appended, else `key` itself.
+        /// The original's key: the base plus the partition part when parts were appended, else `key` itself. Made
+        /// from `key`, whose first token is the escaped base, so a load keeps no copy of the base for it.
         func originalKey(url: URL, absoluteString: String, context: ImageContext) -> String? {
-            guard let derivedBase else { return key }
-            return CacheKeys.key(
-                base: derivedBase, url: url, absoluteString: absoluteString,
-                parts: CacheKeys.Parts(partition: context.cachePartitionKey))
+            guard hasParts, let key else { return key }
+            return CacheKeys.originalKey(
+                ofDerivedKey: key, partition: context.cachePartitionKey, url: url, absoluteString: absoluteString)
         }
     }
 
@@ -165,7 +164,7 @@ final class LoadPlan: Sendable {
         } else {
             base = absoluteString
         }
-        guard let base else { return Keys(key: nil, derivedBase: nil) }
+        guard let base else { return Keys(key: nil, hasParts: false) }
         var parts = CacheKeys.Parts()
         parts.transformer = context.imageTransformerKeyPart
         if let decodeOptions = box?.options {
@@ -182,12 +181,12 @@ final class LoadPlan: Sendable {
         if parts.isEmpty, !context.hasValue(.cachePartitionKey) {
             let key = CacheKeys.key(
                 base: base, url: url, absoluteString: absoluteString, schemeEnd: schemeEnd, parts: parts)
-            return Keys(key: key, derivedBase: nil)
+            return Keys(key: key, hasParts: false)
         }
         parts.partition = context.cachePartitionKey
         let key = CacheKeys.key(
             base: base, url: url, absoluteString: absoluteString, schemeEnd: schemeEnd, parts: parts)
-        return Keys(key: key, derivedBase: base)
+        return Keys(key: key, hasParts: true)
     }
 
     // MARK: What a cached image can serve

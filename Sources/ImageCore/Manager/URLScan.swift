@@ -15,12 +15,13 @@ enum URLScan {
 
         /// The extension in `bytes` (the scan's path: a plain loop over at most five bytes).
         init?(lowercasing bytes: UnsafeBufferPointer<UInt8>) {
-            guard (1...5).contains(bytes.count) else { return nil }
+            guard let start = bytes.baseAddress, (1...5).contains(bytes.count) else { return nil }
             var packed: UInt64 = 0
             for index in 0..<bytes.count {
-                let byte = bytes[index]
+                let byte = start[index]
+                // ASCII letters and digits only; `| 0x20` folds A–Z onto a–z and leaves digits as they are.
                 guard URLScan.isAlphanumeric(byte) else { return nil }
-                packed |= UInt64(byte >= 0x41 && byte <= 0x5A ? byte + 0x20 : byte) << UInt64(index * 8)
+                packed |= UInt64(byte | (byte >= 0x41 ? 0x20 : 0)) << UInt64(index &* 8)
             }
             self.packed = packed
             self.count = bytes.count
@@ -94,12 +95,7 @@ enum URLScan {
             // The path (or, without a path, the authority) ends at the query or the fragment.
             let rest = colon + 1
             var pathEnd = bytes.count
-            if let query = memchr(base + rest, Int32(question), bytes.count - rest) {
-                pathEnd = UnsafePointer<UInt8>(query.assumingMemoryBound(to: UInt8.self)) - base
-            }
-            if let fragment = memchr(base + rest, Int32(hash), pathEnd - rest) {
-                pathEnd = UnsafePointer<UInt8>(fragment.assumingMemoryBound(to: UInt8.self)) - base
-            }
+            if let end = firstQueryOrFragment(base, from: rest, to: bytes.count) { pathEnd = end }
             // An authority holds no `/`: the last `/` after it starts the last path component.
             let lowest = hasAuthority ? colon + 3 : rest
             guard pathEnd > lowest, bytes[pathEnd - 1] != slash else { return .undecided }
@@ -124,6 +120,31 @@ enum URLScan {
             let ext = ShortExtension(lowercasing: UnsafeBufferPointer(rebasing: bytes[(lastDot + 1)..<pathEnd]))
             return .decided(ext)
         } ?? .undecided
+    }
+
+    /// The index of the first `?` or `#` in `start[from..<end]`, eight bytes per step (one pass for both).
+    @inline(__always)
+    private static func firstQueryOrFragment(_ start: UnsafePointer<UInt8>, from: Int, to end: Int) -> Int? {
+        let raw = UnsafeRawPointer(start)
+        var index = from
+        while index + 8 <= end {
+            let word = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: index, as: UInt64.self))
+            let mask = zeroBytes(word ^ 0x3F3F_3F3F_3F3F_3F3F) | zeroBytes(word ^ 0x2323_2323_2323_2323)
+            if mask != 0 { return index + mask.trailingZeroBitCount / 8 }
+            index += 8
+        }
+        while index < end {
+            if start[index] == question || start[index] == hash { return index }
+            index += 1
+        }
+        return nil
+    }
+
+    /// The high bit of every zero byte of `word`, and no other bit (exact: no borrow crosses bytes).
+    @inline(__always)
+    private static func zeroBytes(_ word: UInt64) -> UInt64 {
+        let low7: UInt64 = 0x7F7F_7F7F_7F7F_7F7F
+        return ~(((word & low7) &+ low7) | word | low7)
     }
 
     /// The index of the `:` that ends a valid scheme (`ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )`), if any.
@@ -161,8 +182,11 @@ enum URLScan {
         }
     }
 
-    private static func isLetter(_ byte: UInt8) -> Bool { (byte | 0x20) >= 0x61 && (byte | 0x20) <= 0x7A }
-    private static func isDigit(_ byte: UInt8) -> Bool { byte >= 0x30 && byte <= 0x39 }
+    @inline(__always)
+    private static func isLetter(_ byte: UInt8) -> Bool { (byte | 0x20) &- 0x61 < 26 }
+    @inline(__always)
+    private static func isDigit(_ byte: UInt8) -> Bool { byte &- 0x30 < 10 }
+    @inline(__always)
     fileprivate static func isAlphanumeric(_ byte: UInt8) -> Bool { isLetter(byte) || isDigit(byte) }
 
     /// "http" as a little-endian `UInt32`.
