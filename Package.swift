@@ -180,7 +180,8 @@ let package = Package(
         .testTarget(
             name: "CoderConformanceTests",
             dependencies: [
-                "PNGCoder", "JPEGCoder", "WebPCoder", "GIFCoder", "AVIFCoder", "HEIFCoder", "JXLCoder", "ImageTestSupport",
+                "PNGCoder", "JPEGCoder", "WebPCoder", "GIFCoder", "AVIFCoder", "HEIFCoder", "JXLCoder",
+                "ImageTestSupport",
             ]),
         .testTarget(name: "MemoryCacheTests", dependencies: ["MemoryCache", "ImageTestSupport"]),
         .testTarget(

@@ -30,7 +30,8 @@ enum APNGEncoder {
                     message: "APNG: frame \(index) is \(pixels.width)x\(pixels.height), the canvas \(canvas)")
             }
             let still = try PNGEncoder.encode(
-                pixels, iccProfile: index == 0 ? image.metadata.iccProfile(for: pixels.layout) ?? [] : [], options: options)
+                pixels, iccProfile: index == 0 ? image.metadata.iccProfile(for: pixels.layout) ?? [] : [],
+                options: options)
             let chunks = try Self.chunks(of: still)
             if index == 0 {
                 canvas = PixelSize(width: pixels.width, height: pixels.height)

@@ -14,7 +14,8 @@ enum PNGEncoder {
     static func encode(_ image: Image, options: ImageEncodeOptions) throws -> Data {
         let pixels = try prepared(image.pixels, options: options)
         // libpng refuses a profile of another colour space than the pixels'.
-        let bytes = try encode(pixels, iccProfile: image.metadata.iccProfile(for: pixels.layout) ?? [], options: options)
+        let bytes = try encode(
+            pixels, iccProfile: image.metadata.iccProfile(for: pixels.layout) ?? [], options: options)
         return Data(bytes)
     }
 

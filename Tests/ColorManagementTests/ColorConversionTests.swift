@@ -85,7 +85,8 @@ import Testing
         let url = URL(string: "https://example.com/photo.heic")!
         var context = ImageContext()
         context.imageDecodeOptions = ImageDecodeOptions(convertToSRGB: true)
-        #expect(manager.cacheKey(for: url, context: context) == "https://example.com/photo.heic decode(color(srgb)) .heic")
+        #expect(
+            manager.cacheKey(for: url, context: context) == "https://example.com/photo.heic decode(color(srgb)) .heic")
         context.imageDecodeOptions = ImageDecodeOptions(applyOrientation: false, convertToSRGB: true)
         #expect(
             manager.cacheKey(for: url, context: context)

@@ -13,6 +13,7 @@ import Testing
         "/a.p%6Eg", "/a.png;v=1", "/a;v=1/b.png", "/a.tar.gz", "/a.jpeg2000", "/a.j-g", "/a.", "/a.png.", "//a.png",
         "/a/./b.png", "/a/../b.png", "/a.png/.", "/a/..", "/%E2%82%AC.png", "/a%20.png", "/a.p%20g", "a.png",
         "image/png;base64,AAAA", "/photos/12345.jpg", "/a.webp", "/A.JpEg", "/a~.png", "/a_b.avif", "/a.1",
+        "/..png", "/...jpeg", "/b/..webp", "/..", "/.a..png", "/..9.JPG", "/.-.png",
     ]
     static let queries = ["", "?x=1.jpg", "?", "?a/b.png#c.gif"]
     static let fragments = ["", "#f.webp", "#"]
@@ -43,6 +44,11 @@ import Testing
             let absolute = url.absoluteString
             let expected = URLScan.foundationShortExtension(of: url)
             #expect(URLScan.shortExtension(of: url, absoluteString: absolute) == expected, "\(absolute)")
+            // The load's path: the scheme's end found once, then handed to the extension scan.
+            let schemeEnd = URLScan.plainSchemeEnd(url, absoluteString: absolute)
+            #expect(
+                URLScan.shortExtension(of: url, absoluteString: absolute, schemeEnd: schemeEnd) == expected,
+                "\(absolute)")
             if case .decided(let ext) = URLScan.scanShortExtension(absolute) {
                 scanned += 1
                 #expect(ext == expected, "\(absolute)")
@@ -83,7 +89,8 @@ import Testing
         context.imageThumbnailPixelSize = PixelSize(width: 256, height: 256)
         let key = manager.cacheKey(for: URL(string: "https://h/a.PNG?v=2#x")!, context: context)
         #expect(
-            key == "https://h/a.PNG?v=2#x thumbnail(256x256,fit) transform(resize(100x100,aspectFit,lanczos3)) .png")
+            key == "https://h/a.PNG?v=2#x thumbnail(256x256,fit) transform(resize(100x100,aspectFit,lanczos3))"
+                + " .png")
         let noExtension = manager.cacheKey(for: URL(string: "https://h/a")!, context: context)
         #expect(noExtension == "https://h/a thumbnail(256x256,fit) transform(resize(100x100,aspectFit,lanczos3))")
         #expect(manager.cacheKey(for: URL(string: "https://h/a.png")!) == "https://h/a.png")

@@ -41,7 +41,8 @@ import WebImage
         var context = ImageContext()
         context.imageTransformer = ResizeTransformer(width: 24, height: 24)
         let first = manager()
-        let cold = try await first.loadImage(with: url, options: [.decodeFirstFrameOnly, .waitStoreCache], context: context)
+        let cold = try await first.loadImage(
+            with: url, options: [.decodeFirstFrameOnly, .waitStoreCache], context: context)
         #expect(cold.cacheType == .none && cold.image.frameCount == 1 && cold.image.width == 24)
         let warm = try await first.loadImage(with: url, options: .decodeFirstFrameOnly, context: context)
         #expect(warm.cacheType == .memory, "\(name): the second load is a memory hit")

@@ -1,6 +1,7 @@
 import BenchSupport
 import CBaselines
 import DiskCache
+import Dispatch
 import Foundation
 import ImageCore
 import ImageTransformers
@@ -15,6 +16,7 @@ import MemoryCache
 // Each SDK case has a baseline case doing the least that gives the same answer:
 //   memoryHit           ImageManager.loadImage (callback) of a URL in its MemoryCache   | memoryHitBare
 //   memoryHitTransform  the same with a ResizeTransformer in the context                | memoryHitTransformBare
+//   memoryHitAsync      `async loadImage` of a URL in its MemoryCache (in one task)        | memoryHitBare
 //   diskHit             DiskCache.entry(forKey:) of a 50 KB entry (page cache warm)     | diskHitRaw (open+read)
 //   decodeSmallJPEG     CodersManager.decode (probe + decode) of a 256x256 JPEG         | decodeSmallJPEGRaw
 
@@ -44,7 +46,7 @@ func fail(_ message: String) -> Never {
     exit(1)
 }
 
-func memoryHit(transformed: Bool, bare: Bool) {
+func memoryHit(transformed: Bool, bare: Bool, async: Bool = false) {
     let image = Pixels(width: 64, height: 64, channels: 4, bytes: [UInt8](repeating: 200, count: 64 * 64 * 4)).image
     let url = URL(string: "bench://images/hit.png")!
     let cache = MemoryCache()
@@ -55,6 +57,15 @@ func memoryHit(transformed: Bool, bare: Bool) {
     cache.setImage(image, forKey: key)
     if bare {
         for _ in 0..<operations { consume(cache.image(forKey: key)) }
+    } else if async {
+        // One task runs every load; the main thread waits (a top-level `await` would make valgrind's run of the
+        // process go through Dispatch's main-queue signal thread, which callgrind cannot follow).
+        let done = DispatchSemaphore(value: 0)
+        Task { [context] in
+            for _ in 0..<operations { consume(try? await manager.loadImage(with: url, context: context)) }
+            done.signal()
+        }
+        done.wait()
     } else {
         for _ in 0..<operations { manager.loadImage(with: url, context: context) { consume($0) } }
     }
@@ -105,6 +116,7 @@ do {
     switch arguments[1] {
     case "memoryHit": memoryHit(transformed: false, bare: false)
     case "memoryHitBare": memoryHit(transformed: false, bare: true)
+    case "memoryHitAsync": memoryHit(transformed: false, bare: false, async: true)
     case "memoryHitTransform": memoryHit(transformed: true, bare: false)
     case "memoryHitTransformBare": memoryHit(transformed: true, bare: true)
     case "diskHit": try diskHit(raw: false)

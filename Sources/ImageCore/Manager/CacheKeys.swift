@@ -36,7 +36,7 @@ enum CacheKeys {
         var rawOrientation = false
         var firstFrame = false
         var decode: String?
-        var transformer: String?
+        var transformer: TransformerKeyPart?
 
         /// True when no part applies (the key is the base alone).
         var isEmpty: Bool {
@@ -53,38 +53,58 @@ enum CacheKeys {
     /// The key for `base` and `parts`, with `url`'s short extension last when a part was added.
     ///
     /// Written in one pass into a buffer of the exact size: one allocation, no appends.
-    static func key(base: String, url: URL, absoluteString: String, parts: Parts) -> String {
+    static func key(base: String, url: URL, absoluteString: String, schemeEnd: Int? = nil, parts: Parts) -> String {
         let baseLength = escapedLength(base)
         guard !parts.isEmpty else {
             return baseLength == base.utf8.count ? base : escaped(base, length: baseLength)
         }
+        // Every field read once into a local: the closure below then copies no optional out of `parts`.
+        let partition = parts.partition
         let thumbnail = parts.thumbnail.map { thumbnailValue($0, fill: parts.fill, scaleUp: parts.scaleUp) }
+        let (rawOrientation, firstFrame, decode) = (parts.rawOrientation, parts.firstFrame, parts.decode)
+        let transformPart = parts.transformer?.part ?? ""
         var length = baseLength
-        length += partLength("partition", parts.partition)
+        length += partLength("partition", partition)
         length += partLength("thumbnail", thumbnail)
-        length += parts.rawOrientation ? partLength("orientation", "raw") : 0
-        length += parts.firstFrame ? partLength("frames", "first") : 0
-        length += partLength("decode", parts.decode)
-        length += partLength("transform", parts.transformer)
-        let ext = URLScan.shortExtension(of: url, absoluteString: absoluteString)
+        length += rawOrientation ? partLength("orientation", "raw") : 0
+        length += firstFrame ? partLength("frames", "first") : 0
+        length += partLength("decode", decode)
+        length += transformPart.utf8.count
+        let ext = URLScan.shortExtension(of: url, absoluteString: absoluteString, schemeEnd: schemeEnd)
         length += ext.map { 2 + $0.count } ?? 0
         return String(unsafeUninitializedCapacity: length) { buffer in
             var writer = Writer(buffer: buffer)
-            writer.writeEscaped(base)
-            writer.writePart("partition", parts.partition)
-            writer.writePart("thumbnail", thumbnail)
-            if parts.rawOrientation { writer.writePart("orientation", "raw") }
-            if parts.firstFrame { writer.writePart("frames", "first") }
-            writer.writePart("decode", parts.decode)
-            writer.writePart("transform", parts.transformer)
-            if let ext {
-                writer.write(space)
-                writer.write(dot)
-                withUnsafeBytes(of: ext.packed.littleEndian) { bytes in
-                    for index in 0..<ext.count { writer.write(bytes[index]) }
-                }
-            }
+            // Most bases need no escape (a URL's absolute string has no space or backslash): one copy, no rescan.
+            if baseLength == base.utf8.count { writer.writeVerbatim(base) } else { writer.writeEscaped(base) }
+            if partition != nil { writer.writePart("partition", partition) }
+            if thumbnail != nil { writer.writePart("thumbnail", thumbnail) }
+            if rawOrientation { writer.writePart("orientation", "raw") }
+            if firstFrame { writer.writePart("frames", "first") }
+            if decode != nil { writer.writePart("decode", decode) }
+            writer.writeVerbatim(transformPart)
+            if let ext { writer.writeExtension(ext) }
             return writer.offset
+        }
+    }
+
+    /// The original key of a derived key (one with parts): its first token, the escaped base, then the partition
+    /// part and the URL's extension when there is a partition. Equal to
+    /// `key(base:url:absoluteString:parts: Parts(partition: partition))` for the base `key` was made from.
+    static func originalKey(ofDerivedKey key: String, partition: String?, url: URL, absoluteString: String) -> String {
+        withUTF8(key) { bytes -> String in
+            // The base is escaped, so the first space ends it.
+            let baseLength = bytes.firstIndex(of: space) ?? bytes.count
+            let base = UnsafeBufferPointer(rebasing: bytes[..<baseLength])
+            guard let partition else { return String(decoding: base, as: UTF8.self) }
+            let ext = URLScan.shortExtension(of: url, absoluteString: absoluteString)
+            let length = baseLength + partLength("partition", partition) + (ext.map { 2 + $0.count } ?? 0)
+            return String(unsafeUninitializedCapacity: length) { buffer in
+                var writer = Writer(buffer: buffer)
+                writer.writeVerbatim(base)
+                writer.writePart("partition", partition)
+                if let ext { writer.writeExtension(ext) }
+                return writer.offset
+            }
         }
     }
 
@@ -108,8 +128,23 @@ enum CacheKeys {
     private static let hexDigits: [UInt8] = Array("0123456789ABCDEF".utf8)
 
     /// The length of `text` once escaped (its own length when nothing needs escaping).
-    static func escapedLength(_ text: String) -> Int {
-        let scan = { (bytes: UnsafeBufferPointer<UInt8>) -> Int in
+    static func escapedLength(_ text: String) -> Int { withUTF8(text, escapedLength(of:)) }
+
+    /// Runs `body` over `text`'s UTF-8 bytes: in place for a native string (no copy, no reference counting), else
+    /// over a contiguous copy.
+    @inline(__always)
+    static func withUTF8<R>(_ text: String, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+        if let result = text.utf8.withContiguousStorageIfAvailable(body) { return result }
+        var copy = text
+        return copy.withUTF8(body)
+    }
+
+    /// The length of `bytes` once escaped: eight bytes per step, and the bits of the bytes to escape counted only
+    /// when there are some (rarely: a URL's absolute string has neither).
+    static func escapedLength(of bytes: UnsafeBufferPointer<UInt8>) -> Int {
+        guard let start = bytes.baseAddress else { return 0 }
+        let count = bytes.count
+        guard count >= 8 else {
             var extra = 0
             for byte in bytes {
                 if byte >= 0x80 {
@@ -118,12 +153,64 @@ enum CacheKeys {
                     extra += 1
                 }
             }
-            return bytes.count + extra
+            return count + extra
         }
-        if let length = text.utf8.withContiguousStorageIfAvailable(scan) { return length }
-        var copy = text
-        copy.makeContiguousUTF8()
-        return copy.utf8.withContiguousStorageIfAvailable(scan) ?? 0
+        let raw = UnsafeRawPointer(start)
+        var extra = 0
+        var index = 0
+        while index + 8 <= count {
+            let word = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: index, as: UInt64.self))
+            let mask = escapeMask(word)
+            if mask != 0 { extra += escapeExtra(mask: mask, word: word) }
+            index += 8
+        }
+        if index < count {
+            // The last eight bytes, less the ones the loop counted (the lowest bytes, on a little-endian load).
+            let shift = UInt64((8 - (count - index)) * 8)
+            let word = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self))
+            let mask = escapeMask(word) >> shift
+            if mask != 0 { extra += escapeExtra(mask: mask, word: word >> shift) }
+        }
+        return count + extra
+    }
+
+    /// The bytes the escapes of one word add: one for a space or a backslash (`\s`, `\\`), three for a non-ASCII
+    /// byte (`\xHH`). `mask` is the word's ``escapeMask(_:)``.
+    @inline(__always)
+    static func escapeExtra(mask: UInt64, word: UInt64) -> Int {
+        mask.nonzeroBitCount &+ 2 &* (word & highBits).nonzeroBitCount
+    }
+
+    private static let highBits: UInt64 = 0x8080_8080_8080_8080
+
+    /// The high bit of every byte of `word` that needs an escape (a space, a backslash, a non-ASCII byte), and no
+    /// other bit.
+    ///
+    /// Exact per byte (no borrow crosses bytes): a byte equal to the pattern is zero after the xor, and only a zero
+    /// byte keeps its high bit clear after adding 0x7F to its low seven bits and or-ing itself back in.
+    @inline(__always)
+    static func escapeMask(_ word: UInt64) -> UInt64 {
+        let low7: UInt64 = 0x7F7F_7F7F_7F7F_7F7F
+        let spaces = word ^ 0x2020_2020_2020_2020
+        let backslashes = word ^ 0x5C5C_5C5C_5C5C_5C5C
+        let spaceBytes = ~(((spaces & low7) &+ low7) | spaces | low7)
+        let backslashBytes = ~(((backslashes & low7) &+ low7) | backslashes | low7)
+        return spaceBytes | backslashBytes | (word & highBits)
+    }
+
+    /// The number of bytes at `start` (of `count`) before the first one that needs an escape.
+    @inline(__always)
+    static func plainPrefixLength(_ start: UnsafePointer<UInt8>, count: Int) -> Int {
+        let raw = UnsafeRawPointer(start)
+        var index = 0
+        while index + 8 <= count {
+            // Little-endian order: the first byte in memory is the lowest of the word.
+            let mask = escapeMask(UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)))
+            if mask != 0 { return index + mask.trailingZeroBitCount / 8 }
+            index += 8
+        }
+        while index < count, start[index] != space, start[index] != backslash, start[index] < 0x80 { index += 1 }
+        return index
     }
 
     /// `text` escaped: `\` as `\\`, a space as `\s`, a non-ASCII byte as `\xHH`.
@@ -135,36 +222,80 @@ enum CacheKeys {
         }
     }
 
+    /// The transformer's part, ` transform(<escaped key>)`.
+    static func transformPart(_ transformerKey: String) -> String {
+        let length = partLength("transform", transformerKey)
+        return String(unsafeUninitializedCapacity: length) { buffer in
+            var writer = Writer(buffer: buffer)
+            writer.writePart("transform", transformerKey)
+            return writer.offset
+        }
+    }
+
     /// The bytes of ` name(value)`, nothing when `value` is nil.
+    @inline(__always)
     private static func partLength(_ name: StaticString, _ value: String?) -> Int {
         guard let value else { return 0 }
         return 1 + name.utf8CodeUnitCount + 2 + escapedLength(value)
     }
 
+    /// Writes into a buffer whose size the caller computed exactly (so no write needs a bounds check).
     private struct Writer {
-        let buffer: UnsafeMutableBufferPointer<UInt8>
+        let start: UnsafeMutablePointer<UInt8>?
         var offset = 0
 
+        init(buffer: UnsafeMutableBufferPointer<UInt8>) { start = buffer.baseAddress }
+
         mutating func write(_ byte: UInt8) {
-            buffer[offset] = byte
+            start.unsafelyUnwrapped[offset] = byte
             offset += 1
         }
 
+        /// Copies `text` as it is (it needs no escape, or is escaped already).
+        mutating func writeVerbatim(_ text: String) {
+            CacheKeys.withUTF8(text) { bytes in writeVerbatim(bytes) }
+        }
+
+        /// Copies `bytes` as they are.
+        mutating func writeVerbatim(_ bytes: UnsafeBufferPointer<UInt8>) {
+            guard let source = bytes.baseAddress else { return }
+            (start.unsafelyUnwrapped + offset).update(from: source, count: bytes.count)
+            offset += bytes.count
+        }
+
+        /// ` .<ext>`.
+        mutating func writeExtension(_ ext: URLScan.ShortExtension) {
+            write(CacheKeys.space)
+            write(CacheKeys.dot)
+            var packed = ext.packed
+            for _ in 0..<ext.count {
+                write(UInt8(truncatingIfNeeded: packed))
+                packed >>= 8
+            }
+        }
+
+        /// Copies runs of bytes that need no escape at once, and escapes the others one by one.
         mutating func writeEscaped(_ text: String) {
-            for byte in text.utf8 {
-                switch byte {
-                case CacheKeys.backslash:
+            CacheKeys.withUTF8(text) { bytes in
+                guard let source = bytes.baseAddress else { return }
+                var index = 0
+                while index < bytes.count {
+                    let run = CacheKeys.plainPrefixLength(source + index, count: bytes.count - index)
+                    (start.unsafelyUnwrapped + offset).update(from: source + index, count: run)
+                    offset += run
+                    index += run
+                    guard index < bytes.count else { break }
                     write(CacheKeys.backslash)
-                    write(CacheKeys.backslash)
-                case CacheKeys.space:
-                    write(CacheKeys.backslash)
-                    write(UInt8(ascii: "s"))
-                case 0x80...:
-                    write(CacheKeys.backslash)
-                    write(UInt8(ascii: "x"))
-                    write(CacheKeys.hexDigits[Int(byte >> 4)])
-                    write(CacheKeys.hexDigits[Int(byte & 0x0F)])
-                default: write(byte)
+                    let byte = source[index]
+                    switch byte {
+                    case CacheKeys.space: write(UInt8(ascii: "s"))
+                    case CacheKeys.backslash: write(CacheKeys.backslash)
+                    default:
+                        write(UInt8(ascii: "x"))
+                        write(CacheKeys.hexDigits[Int(byte >> 4)])
+                        write(CacheKeys.hexDigits[Int(byte & 0x0F)])
+                    }
+                    index += 1
                 }
             }
         }
@@ -172,11 +303,30 @@ enum CacheKeys {
         mutating func writePart(_ name: StaticString, _ value: String?) {
             guard let value else { return }
             write(CacheKeys.space)
-            name.withUTF8Buffer { for byte in $0 { write(byte) } }
+            name.withUTF8Buffer { name in
+                guard let source = name.baseAddress else { return }
+                (start.unsafelyUnwrapped + offset).update(from: source, count: name.count)
+                offset += name.count
+            }
             write(UInt8(ascii: "("))
             writeEscaped(value)
             write(UInt8(ascii: ")"))
         }
+    }
+}
+
+/// A transformer's key and its cache-key part, ` transform(<escaped key>)`, made once when the transformer is put
+/// in a context (or set as the manager's), so each load's key gets the part by one copy instead of escaping the key
+/// again.
+final class TransformerKeyPart: Sendable {
+    /// ``Transformer/transformerKey``.
+    let key: String
+    /// ` transform(<key, escaped>)`.
+    let part: String
+
+    init(key: String) {
+        self.key = key
+        part = CacheKeys.transformPart(key)
     }
 }
 

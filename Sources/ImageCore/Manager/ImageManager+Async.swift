@@ -10,19 +10,42 @@ public enum ImageLoadEvent: Sendable {
     case completed(ImageResult)
 }
 
+/// How an async load goes on after the checks and the memory fast path.
+private enum AsyncLoadStep {
+    /// It ended there: a memory hit, or a URL that failed the checks.
+    case finished(Result<ImageResult, ImageError>)
+    /// It needs the cache levels or the download.
+    case load(URL, LoadLookup, ImageContext, ImageManager.MemoryAnswer)
+}
+
 extension ImageManager {
     /// Loads the image at `url` and returns the final result.
     ///
-    /// Cancelling the calling task cancels the load, which then throws `cancelled`. Non-final deliveries are
-    /// skipped; use ``imageEvents(for:options:context:)`` to observe them.
+    /// A memory hit returns without suspending (the cache answers on the calling thread). Otherwise cancelling the
+    /// calling task cancels the load, which then throws `cancelled`. Non-final deliveries are skipped; use
+    /// ``imageEvents(for:options:context:)`` to observe them.
     /// - Throws: ``ImageError``.
     public func loadImage(
         with url: URL?, options: ImageOptions = [], context: ImageContext? = nil
     ) async throws(ImageError) -> ImageResult {
+        let step: AsyncLoadStep = prepareLoad(
+            url, options: options, context: context, failed: { .finished(.failure($0)) }
+        ) { url, context, lookup in
+            // A memory hit is the answer already: no continuation, no suspension, no cancellation handler.
+            var hit: ImageResult?
+            guard let memory = queryMemory(url, lookup, context: context, hit: { hit = $0 }), hit == nil else {
+                return .finished(hit.map { .success($0) } ?? .failure(.cancelled()))
+            }
+            return .load(url, lookup, context, memory)
+        }
+        guard case .load(let url, let lookup, let context, let memory) = step else {
+            if case .finished(let result) = step { return try result.get() }
+            throw .cancelled()
+        }
         let handle = Locked<ImageLoadOperation?>(nil)
         let result: Result<ImageResult, ImageError> = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                let operation = loadImage(with: url, options: options, context: context) { result in
+                let operation = start(url, lookup, context: context, after: memory, progress: nil) { result in
                     if case .success(let value) = result, !value.isFinal { return }
                     continuation.resume(returning: result)
                 }

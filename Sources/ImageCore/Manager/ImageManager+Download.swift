@@ -105,7 +105,7 @@ extension ImageManager {
             ?? plan.loader.shouldBlockFailedURL(plan.url, error: error)
         if block {
             let now = failedURLClock.value()
-            failedURLs.withLock { $0.insert(plan.url, now: now) }
+            updateFailedURLs { $0.insert(plan.url, now: now) }
         }
     }
 

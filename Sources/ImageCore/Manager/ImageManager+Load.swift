@@ -21,32 +21,66 @@ extension ImageManager {
         with url: URL?, options: ImageOptions = [], context: ImageContext? = nil,
         progress: ImageProgressHandler? = nil, completed: @escaping ImageCompletionHandler
     ) -> ImageLoadOperation {
-        guard let url else {
-            return failedOperation(.invalidURL("nil URL"), context ?? ImageContext(), completed)
+        prepareLoad(
+            url, options: options, context: context,
+            failed: { error in failedOperation(error, context ?? ImageContext(), completed) }
+        ) { url, context, lookup in
+            var hit: ImageLoadOperation?
+            let memory = queryMemory(url, lookup, context: context) { result in
+                hit = ImageLoadOperation.completed(
+                    url: url, result: result, callbackQueue: context.callbackQueue ?? .current, completion: completed)
+            }
+            guard let memory, hit == nil else { return hit ?? failedOperation(.cancelled(), context, completed) }
+            return start(url, lookup, context: context, after: memory, progress: progress, completed: completed)
         }
+    }
+
+    /// Checks the URL (empty or relative: `invalidURL`; on the failed-URL list: `blockedURL` unless
+    /// ``ImageOptions/retryFailed``), layers the manager's defaults under the context, runs the options processor
+    /// and resolves the keys, then hands the URL, the effective context and the lookup to `prepared`. Both forms of
+    /// `loadImage` start here, so each runs the options processor once.
+    ///
+    /// Inlined with its closures, so nothing it resolves is copied into a value of its own on the way.
+    @inline(__always)
+    func prepareLoad<R>(
+        _ url: URL?, options: ImageOptions, context: ImageContext?, failed: (ImageError) -> R,
+        prepared: (URL, ImageContext, inout LoadLookup) -> R
+    ) -> R {
+        guard let url else { return failed(.invalidURL("nil URL")) }
         let absoluteString = url.absoluteString
-        guard !absoluteString.isEmpty, URLScan.hasScheme(url, absoluteString: absoluteString) else {
-            return failedOperation(.invalidURL("empty or relative URL"), context ?? ImageContext(), completed)
+        // The scheme's end, found once: the key builder's extension scan starts after it.
+        let schemeEnd = URLScan.plainSchemeEnd(url, absoluteString: absoluteString)
+        guard !absoluteString.isEmpty, schemeEnd != nil || url.scheme != nil else {
+            return failed(.invalidURL("empty or relative URL"))
         }
         if !options.contains(.retryFailed) && isFailedURL(url) {
-            let error = ImageError(.blockedURL, stage: .request, message: absoluteString)
-            return failedOperation(error, context ?? ImageContext(), completed)
+            return failed(ImageError(.blockedURL, stage: .request, message: absoluteString))
         }
-        let settings = loadSettings
         var effectiveOptions = options
         var effectiveContext = context ?? ImageContext()
-        effectiveContext.layer(settings.contextDefaults)
-        if settings.hasOptionsProcessor, let processor = settings.optionsProcessor {
-            let processed = processor.processedResult(for: url, options: effectiveOptions, context: effectiveContext)
-            effectiveOptions = processed.options
-            effectiveContext = processed.context
+        if let settings = loadSettingsIfAny {
+            effectiveContext.layer(settings.contextDefaults)
+            if settings.hasOptionsProcessor, let processor = settings.optionsProcessor {
+                let processed = processor.processedResult(
+                    for: url, options: effectiveOptions, context: effectiveContext)
+                effectiveOptions = processed.options
+                effectiveContext = processed.context
+            }
         }
-        let lookup = LoadLookup(
-            url: url, absoluteString: absoluteString, options: effectiveOptions, context: effectiveContext,
-            manager: self)
-        let memory = queryMemory(url, lookup, context: effectiveContext, completed: completed)
-        if case .hit(let operation) = memory { return operation }
-        let plan = LoadPlan(url: url, lookup: lookup, context: effectiveContext, manager: self)
+        // Handed on in place (`inout`): a value passed by copy was copied field by field, a reference count each.
+        var lookup = LoadLookup(
+            url: url, absoluteString: absoluteString, schemeEnd: schemeEnd, options: effectiveOptions,
+            context: effectiveContext, manager: self)
+        return prepared(url, effectiveContext, &lookup)
+    }
+
+    /// Runs a prepared load that the memory fast path did not end: builds its plan and operation, then asks the
+    /// cache levels (or, after a definitive memory miss, goes to the original or the download).
+    func start(
+        _ url: URL, _ lookup: LoadLookup, context: ImageContext, after memory: MemoryAnswer,
+        progress: ImageProgressHandler?, completed: @escaping ImageCompletionHandler
+    ) -> ImageLoadOperation {
+        let plan = LoadPlan(url: url, lookup: lookup, context: context, manager: self)
         let operation = ImageLoadOperation(
             url: url, manager: self, callbackQueue: plan.callbackQueue, progress: progress, completion: completed)
         if case .miss = memory {
@@ -97,10 +131,8 @@ extension ImageManager {
 
     // MARK: Cache query
 
-    /// What the synchronous memory query found for a load, before anything else is built for it.
-    private enum MemoryAnswer {
-        /// A deliverable memory hit: the load's operation, already completed.
-        case hit(ImageLoadOperation)
+    /// What the synchronous memory query told a load it did not end.
+    enum MemoryAnswer {
         /// Every level of the load's query missed: go straight to the original or the download.
         case miss
         /// Ask the levels the usual way (a disk level, an option that needs more than the image, a cached image
@@ -109,26 +141,24 @@ extension ImageManager {
     }
 
     /// The memory fast path: asks the cache on this thread when the load's options let a memory hit end the load
-    /// (no revalidation, no bytes wanted, cache not skipped), and completes the load on a hit.
-    private func queryMemory(
-        _ url: URL, _ lookup: LoadLookup, context: ImageContext, completed: @escaping ImageCompletionHandler
-    ) -> MemoryAnswer {
+    /// (no revalidation, no bytes wanted, cache not skipped). A deliverable hit goes to `hit` and returns nil.
+    @inline(__always)
+    func queryMemory(
+        _ url: URL, _ lookup: LoadLookup, context: ImageContext, hit: (ImageResult) -> Void
+    ) -> MemoryAnswer? {
         guard lookup.hasKey, lookup.queryCacheType.contains(.memory),
             lookup.options.isDisjoint(with: [.fromLoaderOnly, .refreshCached, .queryMemoryData])
         else { return .query }
         switch lookup.queryImageSync(forKey: lookup.cacheKey, context: context, manager: self) {
-        case .hit(let hit):
-            guard let cached = hit.image,
-                let image = LoadLookup.deliverable(
-                    fromCached: cached, transformed: lookup.isTransformed, options: lookup.options,
-                    decodeOptions: lookup.decodeOptions)
+        case .hit(let found):
+            guard let cached = found.image,
+                let image = lookup.deliverable(fromCached: cached)
             else { return .query }
-            let result = ImageResult(
-                image: image, data: image === cached ? hit.data : nil, cacheType: hit.cacheType, url: url,
-                cacheKey: lookup.cacheKey)
-            return .hit(
-                ImageLoadOperation.completed(
-                    url: url, result: result, callbackQueue: context.callbackQueue ?? .current, completion: completed))
+            hit(
+                ImageResult(
+                    image: image, data: image === cached ? found.data : nil, cacheType: found.cacheType, url: url,
+                    cacheKey: lookup.cacheKey))
+            return nil
         case .miss: return .miss
         case .needsAsyncQuery: return .query
         }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The main line of the SDK: URL → cache query → download → decode → transform → store → completion.
 ///
@@ -79,6 +80,16 @@ public final class ImageManager: Sendable {
 
     var loadSettings: LoadSettings { settings.withLock { $0.load } }
 
+    /// The settings every load reads, or nil when the manager has none of them (no transformer, filter,
+    /// serializer or options processor: most managers), which a load then learns without taking the lock.
+    var loadSettingsIfAny: LoadSettings? {
+        guard hasLoadSettings.load(ordering: .acquiring) else { return nil }
+        return loadSettings
+    }
+
+    /// True once a transformer, filter, serializer or options processor was set (stored under the settings' lock).
+    private let hasLoadSettings = Atomic<Bool>(false)
+
     private func updateSettings(_ change: (inout Settings) -> Void) {
         settings.withLock { settings in
             change(&settings)
@@ -87,9 +98,22 @@ public final class ImageManager: Sendable {
                 cacheKeyFilter: settings.cacheKeyFilter, cacheSerializer: settings.cacheSerializer)
             settings.load = LoadSettings(
                 contextDefaults: defaults.isEmpty ? nil : defaults, optionsProcessor: settings.optionsProcessor)
+            hasLoadSettings.store(
+                !defaults.isEmpty || settings.optionsProcessor != nil, ordering: .releasing)
         }
     }
     let failedURLs = Locked(FailedURLList())
+    /// `failedURLs.count`, stored after every change under its lock: every load reads it, and most managers never
+    /// block a URL, so the common answer takes no lock.
+    let failedURLCount = Atomic<Int>(0)
+
+    /// Changes the failed-URL list under its lock and publishes its new size.
+    func updateFailedURLs(_ change: (inout FailedURLList) -> Void) {
+        failedURLs.withLock { list in
+            change(&list)
+            failedURLCount.store(list.count, ordering: .releasing)
+        }
+    }
     /// The failed-URL list's clock (tests move it instead of sleeping).
     let failedURLClock = Locked<@Sendable () -> Date>({ Date() })
     /// Running fetch jobs by key, and when each key's last job ended (see `subscribe`).
@@ -206,14 +230,18 @@ public final class ImageManager: Sendable {
     /// True when `url` is on the failed-URL list.
     public func isFailedURL(_ url: URL) -> Bool {
         // Most managers never block a URL: skip the clock then.
-        guard failedURLs.withLock({ $0.count > 0 }) else { return false }
+        guard failedURLCount.load(ordering: .acquiring) > 0 else { return false }
         let now = failedURLClock.value()
         return failedURLs.withLock { $0.contains(url, now: now) }
     }
     /// Takes `url` off the failed-URL list.
-    public func removeFailedURL(_ url: URL) { failedURLs.withLock { $0.remove(url) } }
+    public func removeFailedURL(_ url: URL) {
+        // Every successful download asks: skip the lock when nothing is listed.
+        guard failedURLCount.load(ordering: .acquiring) > 0 else { return }
+        updateFailedURLs { $0.remove(url) }
+    }
     /// Empties the failed-URL list.
-    public func removeAllFailedURLs() { failedURLs.withLock { $0.removeAll() } }
+    public func removeAllFailedURLs() { updateFailedURLs { $0.removeAll() } }
 
     /// True while any load or shared fetch is in progress.
     public var isRunning: Bool {
@@ -241,7 +269,9 @@ public final class ImageManager: Sendable {
             effectiveOptions = processed.options
             merged = processed.context
         }
-        let decode = LoadPlan.decodeOptions(options: effectiveOptions, context: merged)
+        let decode =
+            LoadPlan.hasStandardDecodeOptions(options: effectiveOptions, context: merged)
+            ? nil : DecodeOptionsBox(LoadPlan.decodeOptions(options: effectiveOptions, context: merged))
         return LoadPlan.keys(for: url, absoluteString: url.absoluteString, context: merged, decodeOptions: decode).key
     }
 

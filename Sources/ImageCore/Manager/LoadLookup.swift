@@ -12,7 +12,12 @@ struct LoadLookup {
     let carriesCredentials: Bool
     /// True when the context names a partition key.
     let isPartitioned: Bool
-    let decodeOptions: ImageDecodeOptions
+    /// The load's decode options when its options or context change any; nil for the standard ones, which most
+    /// loads have (boxed: an inline `ImageDecodeOptions` is a large value with optionals and a dictionary, and
+    /// every copy of it costs more than the rest of a memory hit's bookkeeping).
+    private let customDecode: DecodeOptionsBox?
+    /// The load's decode options.
+    var decodeOptions: ImageDecodeOptions { customDecode?.options ?? LoadPlan.standardDecodeOptions }
     /// True when the load has a transformer.
     let isTransformed: Bool
     /// The cache key; nil when uncacheable (filter said so, or credentials without a partition).
@@ -22,15 +27,18 @@ struct LoadLookup {
     /// The cache key when `hasKey`, else empty. (A plain `String`: the optimizer copies a `String?` through the
     /// runtime's generic value witnesses.)
     let cacheKey: String
-    /// The key of the untransformed original when a part made `key` differ from it.
-    private let derivedOriginalKey: String?
-    /// True when a thumbnail, orientation, transformer or partition part was appended to the base.
+    /// True when a thumbnail, orientation, transformer or partition part was appended to the base (the original
+    /// key, built only on a miss, then differs from `key`).
     private let hasParts: Bool
     /// Levels to query for `key` (none when the load may not share cache entries).
     let queryCacheType: ImageCacheType
 
-    /// The key of the untransformed original; nil when uncacheable.
-    var originalKey: String? { hasParts ? derivedOriginalKey : key }
+    /// The key of the untransformed original; nil when uncacheable. Built on each call: the miss path asks once.
+    func originalKey(url: URL, context: ImageContext) -> String? {
+        guard hasKey else { return nil }
+        return LoadPlan.Keys(key: cacheKey, hasParts: hasParts)
+            .originalKey(url: url, absoluteString: url.absoluteString, context: context)
+    }
 
     /// A load that carries no credentials, or is partitioned, may read and write shared cache entries.
     var isShareable: Bool { !carriesCredentials || isPartitioned }
@@ -38,34 +46,46 @@ struct LoadLookup {
     // Every stored string or existential is a reference count to take and drop on every load, and the strategies
     // are existentials whose copies go through their type's value witnesses: so this type keeps what it learnt
     // from them (flags, the keys) and the plan reads the rest from the context when it needs it.
-    init(url: URL, absoluteString: String, options: ImageOptions, context: ImageContext, manager: ImageManager) {
-        self.options = options
-        isPartitioned = context.hasValue(.cachePartitionKey)
+    // Inlined into its one caller, so the value is built in place rather than copied out of the initializer.
+    @inline(__always)
+    init(
+        url: URL, absoluteString: String, schemeEnd: Int?, options: ImageOptions, context: ImageContext,
+        manager: ImageManager
+    ) {
+        // Everything into locals first, then each field assigned once: an initializer that reads a field it just
+        // set builds the value in memory and copies it out, a reference count per field.
+        let partitioned = context.hasValue(.cachePartitionKey)
+        let credentials: Bool
         if context.hasValue(.downloadRequestModifier) {
-            carriesCredentials = true
+            credentials = true
         } else if context.hasValue(.imageLoader), let loader = context.imageLoader {
-            carriesCredentials = loader.requestCarriesCredentials(for: url, options: options, context: context)
+            credentials = loader.requestCarriesCredentials(for: url, options: options, context: context)
         } else {
-            carriesCredentials = manager.strategies.requestCarriesCredentials(
-                for: url, options: options, context: context)
+            credentials = manager.strategies.requestCarriesCredentials(for: url, options: options, context: context)
         }
-        let decode = LoadPlan.decodeOptions(options: options, context: context)
-        decodeOptions = decode
+        let decode =
+            LoadPlan.hasStandardDecodeOptions(options: options, context: context)
+            ? nil : DecodeOptionsBox(LoadPlan.decodeOptions(options: options, context: context))
+        let keys: LoadPlan.Keys
+        let levels: ImageCacheType
+        if !credentials || partitioned {
+            keys = LoadPlan.keys(
+                for: url, absoluteString: absoluteString, schemeEnd: schemeEnd, context: context,
+                decodeOptions: decode)
+            levels = context.queryCacheType ?? .all
+        } else {
+            keys = LoadPlan.Keys(key: nil, hasParts: false)
+            levels = .none
+        }
+        self.options = options
+        carriesCredentials = credentials
+        isPartitioned = partitioned
+        customDecode = decode
         isTransformed = context.hasValue(.imageTransformer)
-        if !carriesCredentials || isPartitioned {
-            let keys = LoadPlan.keys(for: url, absoluteString: absoluteString, context: context, decodeOptions: decode)
-            hasKey = keys.key != nil
-            cacheKey = keys.key ?? ""
-            derivedOriginalKey = keys.derivedOriginalKey
-            hasParts = keys.hasParts
-            queryCacheType = context.queryCacheType ?? .all
-        } else {
-            hasKey = false
-            cacheKey = ""
-            derivedOriginalKey = nil
-            hasParts = false
-            queryCacheType = .none
-        }
+        hasKey = keys.key != nil
+        cacheKey = keys.key ?? ""
+        hasParts = keys.hasParts
+        queryCacheType = levels
     }
 
     /// Asks the load's cache (the context's, else the manager's) on this thread; see
@@ -76,6 +96,17 @@ struct LoadLookup {
         }
         return manager.strategies.queryImageSync(
             forKey: key, options: options, context: context, cacheType: queryCacheType)
+    }
+
+    /// ``deliverable(fromCached:transformed:options:decodeOptions:)`` for this load.
+    func deliverable(fromCached image: Image) -> Image? {
+        guard let customDecode else {
+            // The standard decode options neither scale down nor take a first frame.
+            if isTransformed, image.isAnimated, !options.contains(.transformAnimatedImage) { return nil }
+            return image
+        }
+        return Self.deliverable(
+            fromCached: image, transformed: isTransformed, options: options, decodeOptions: customDecode.options)
     }
 
     /// The image a load delivers for a cached image of its key, or nil when that level cannot honour the load's
@@ -95,4 +126,10 @@ struct LoadLookup {
         if decodeOptions.firstFrameOnly, image.isAnimated { return image.with(frames: [image.frames[0]]) }
         return image
     }
+}
+
+/// Decode options kept by reference (see ``LoadLookup``).
+final class DecodeOptionsBox: Sendable {
+    let options: ImageDecodeOptions
+    init(_ options: ImageDecodeOptions) { self.options = options }
 }

@@ -90,7 +90,7 @@ final class LoadPlan: Sendable {
         partitionKey = context.cachePartitionKey
         carriesCredentials = lookup.carriesCredentials
         key = lookup.key
-        originalKey = lookup.originalKey
+        originalKey = lookup.originalKey(url: url, context: context)
         queryCacheType = lookup.queryCacheType
         let shareable = lookup.isShareable
         storeCacheType = shareable ? context.storeCacheType ?? .all : .none
@@ -106,8 +106,24 @@ final class LoadPlan: Sendable {
             || context.imageCache != nil || context.originalImageCache != nil
     }
 
+    /// The decode options of a load whose options and context change none (most loads): made once.
+    static let standardDecodeOptions = ImageDecodeOptions()
+
+    /// The context keys that change a load's decode options.
+    private static let decodeSlots =
+        ContextSlot.imageDecodeOptions.bit | ContextSlot.imageThumbnailPixelSize.bit
+        | ContextSlot.imagePreserveAspectRatio.bit | ContextSlot.imageScaleDownLimitBytes.bit
+        | ContextSlot.imageScaleFactor.bit
+
+    /// True when `options` and `context` leave the decode options as ``standardDecodeOptions``.
+    static func hasStandardDecodeOptions(options: ImageOptions, context: ImageContext) -> Bool {
+        !context.hasOwnEntry(in: decodeSlots)
+            && options.isDisjoint(with: [.scaleDownLargeImages, .decodeFirstFrameOnly, .preloadAllFrames])
+    }
+
     /// The decode options a load uses for original bytes.
     static func decodeOptions(options: ImageOptions, context: ImageContext) -> ImageDecodeOptions {
+        if hasStandardDecodeOptions(options: options, context: context) { return standardDecodeOptions }
         var decode = context.imageDecodeOptions ?? ImageDecodeOptions()
         if let thumb = context.imageThumbnailPixelSize { decode.thumbnailPixelSize = thumb }
         if let preserve = context.imagePreserveAspectRatio { decode.preserveAspectRatio = preserve }
@@ -120,18 +136,27 @@ final class LoadPlan: Sendable {
         return decode
     }
 
-    /// The keys of a load: `key`, and — when parts were appended — the original's key (the base plus any
-    /// partition); without parts the original key is `key` itself.
+    /// The keys of a load: `key`, and what its original's key is made of. The original key itself is built only
+    /// when a load needs it (a miss): a memory hit of a derived key never asks for it.
     struct Keys {
         let key: String?
-        let derivedOriginalKey: String?
+        /// True when parts were appended to the base (the original key is then the base plus any partition).
         let hasParts: Bool
-        var originalKey: String? { hasParts ? derivedOriginalKey : key }
+
+        /// The original's key: the base plus the partition part when parts were appended, else `key` itself. Made
+        /// from `key`, whose first token is the escaped base, so a load keeps no copy of the base for it.
+        func originalKey(url: URL, absoluteString: String, context: ImageContext) -> String? {
+            guard hasParts, let key else { return key }
+            return CacheKeys.originalKey(
+                ofDerivedKey: key, partition: context.cachePartitionKey, url: url, absoluteString: absoluteString)
+        }
     }
 
-    /// Key and original key: the filter's base, then the parts that change what the key means.
+    /// The load's key: the filter's base, then the parts that change what the key means. `decodeOptions` nil means
+    /// the standard ones (no part).
     static func keys(
-        for url: URL, absoluteString: String, context: ImageContext, decodeOptions: ImageDecodeOptions
+        for url: URL, absoluteString: String, schemeEnd: Int? = nil, context: ImageContext,
+        decodeOptions box: DecodeOptionsBox?
     ) -> Keys {
         let base: String?
         if context.hasValue(.cacheKeyFilter), let filter = context.cacheKeyFilter {
@@ -139,27 +164,29 @@ final class LoadPlan: Sendable {
         } else {
             base = absoluteString
         }
-        guard let base else { return Keys(key: nil, derivedOriginalKey: nil, hasParts: false) }
+        guard let base else { return Keys(key: nil, hasParts: false) }
         var parts = CacheKeys.Parts()
-        parts.transformer = context.imageTransformerKey
-        if let size = decodeOptions.thumbnailPixelSize, size.width > 0, size.height > 0 {
-            parts.thumbnail = size
-            parts.fill = !decodeOptions.preserveAspectRatio
-            parts.scaleUp = decodeOptions.allowsThumbnailUpscaling
+        parts.transformer = context.imageTransformerKeyPart
+        if let decodeOptions = box?.options {
+            if let size = decodeOptions.thumbnailPixelSize, size.width > 0, size.height > 0 {
+                parts.thumbnail = size
+                parts.fill = !decodeOptions.preserveAspectRatio
+                parts.scaleUp = decodeOptions.allowsThumbnailUpscaling
+            }
+            parts.rawOrientation = !decodeOptions.applyOrientation
+            parts.firstFrame = decodeOptions.firstFrameOnly
+            parts.decode = decodeOptions.keyPart
         }
-        parts.rawOrientation = !decodeOptions.applyOrientation
-        parts.firstFrame = decodeOptions.firstFrameOnly
-        parts.decode = decodeOptions.keyPart
         // The common plain load: nothing is appended, both keys are the base.
         if parts.isEmpty, !context.hasValue(.cachePartitionKey) {
-            let key = CacheKeys.key(base: base, url: url, absoluteString: absoluteString, parts: parts)
-            return Keys(key: key, derivedOriginalKey: nil, hasParts: false)
+            let key = CacheKeys.key(
+                base: base, url: url, absoluteString: absoluteString, schemeEnd: schemeEnd, parts: parts)
+            return Keys(key: key, hasParts: false)
         }
         parts.partition = context.cachePartitionKey
-        let original = CacheKeys.key(
-            base: base, url: url, absoluteString: absoluteString, parts: CacheKeys.Parts(partition: parts.partition))
-        let key = CacheKeys.key(base: base, url: url, absoluteString: absoluteString, parts: parts)
-        return Keys(key: key, derivedOriginalKey: original, hasParts: true)
+        let key = CacheKeys.key(
+            base: base, url: url, absoluteString: absoluteString, schemeEnd: schemeEnd, parts: parts)
+        return Keys(key: key, hasParts: true)
     }
 
     // MARK: What a cached image can serve

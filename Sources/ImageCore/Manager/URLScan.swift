@@ -13,6 +13,20 @@ enum URLScan {
         let packed: UInt64
         let count: Int
 
+        /// The extension in `bytes` (the scan's path: a plain loop over at most five bytes).
+        init?(lowercasing bytes: UnsafeBufferPointer<UInt8>) {
+            guard let start = bytes.baseAddress, (1...5).contains(bytes.count) else { return nil }
+            var packed: UInt64 = 0
+            for index in 0..<bytes.count {
+                let byte = start[index]
+                // ASCII letters and digits only; `| 0x20` folds A–Z onto a–z and leaves digits as they are.
+                guard URLScan.isAlphanumeric(byte) else { return nil }
+                packed |= UInt64(byte | (byte >= 0x41 ? 0x20 : 0)) << UInt64(index &* 8)
+            }
+            self.packed = packed
+            self.count = bytes.count
+        }
+
         init?(lowercasing bytes: some Collection<UInt8>) {
             guard (1...5).contains(bytes.count) else { return nil }
             var packed: UInt64 = 0
@@ -34,18 +48,24 @@ enum URLScan {
 
     /// True when `url` has a scheme (what `url.scheme != nil` says).
     static func hasScheme(_ url: URL, absoluteString: String) -> Bool {
-        if startsWithScheme(absoluteString), url.baseURL == nil { return true }
-        return url.scheme != nil
+        plainSchemeEnd(url, absoluteString: absoluteString) != nil || url.scheme != nil
     }
 
-    /// True when `string` starts with a valid scheme and its `:` (reads only those bytes).
-    private static func startsWithScheme(_ string: String) -> Bool {
-        string.utf8.withContiguousStorageIfAvailable { schemeEnd($0) != nil } ?? false
+    /// The index of the `:` that ends the scheme `absoluteString` starts with, when `url` has no base URL (a URL
+    /// the scans may read on their own); nil otherwise. A load finds it once and hands it to the key builder's
+    /// extension scan, which then does not read the scheme again.
+    static func plainSchemeEnd(_ url: URL, absoluteString: String) -> Int? {
+        guard let colon = absoluteString.utf8.withContiguousStorageIfAvailable(schemeEnd) ?? nil else { return nil }
+        return url.baseURL == nil ? colon : nil
     }
 
     /// The URL path's extension, lowercased, when it is 1–5 ASCII letters or digits; else nil. Keys end in it, so
-    /// the disk cache names files after the image type.
-    static func shortExtension(of url: URL, absoluteString: String) -> ShortExtension? {
+    /// the disk cache names files after the image type. `schemeEnd` is ``plainSchemeEnd(_:absoluteString:)`` when
+    /// the caller has it.
+    static func shortExtension(of url: URL, absoluteString: String, schemeEnd: Int? = nil) -> ShortExtension? {
+        if let schemeEnd, case .decided(let ext) = scanShortExtension(absoluteString, schemeEnd: schemeEnd) {
+            return ext
+        }
         if url.baseURL == nil, case .decided(let ext) = scanShortExtension(absoluteString) { return ext }
         return foundationShortExtension(of: url)
     }
@@ -65,19 +85,17 @@ enum URLScan {
 
     /// Scans an absolute URL string for its short extension: finds where the path ends (the first `?` or `#`),
     /// then reads its last component backwards, so only that component is looked at byte by byte.
-    static func scanShortExtension(_ string: String) -> Scan {
+    /// `schemeEnd`, when given, is where the string's scheme ends (so it is not scanned again).
+    static func scanShortExtension(_ string: String, schemeEnd knownEnd: Int? = nil) -> Scan {
         string.utf8.withContiguousStorageIfAvailable { bytes -> Scan in
-            guard let colon = schemeEnd(bytes), let base = bytes.baseAddress else { return .undecided }
+            guard let colon = knownEnd ?? schemeEnd(bytes), colon < bytes.count, let base = bytes.baseAddress else {
+                return .undecided
+            }
             let hasAuthority = colon + 2 < bytes.count && bytes[colon + 1] == slash && bytes[colon + 2] == slash
             // The path (or, without a path, the authority) ends at the query or the fragment.
             let rest = colon + 1
             var pathEnd = bytes.count
-            if let query = memchr(base + rest, Int32(question), bytes.count - rest) {
-                pathEnd = UnsafePointer<UInt8>(query.assumingMemoryBound(to: UInt8.self)) - base
-            }
-            if let fragment = memchr(base + rest, Int32(hash), pathEnd - rest) {
-                pathEnd = UnsafePointer<UInt8>(fragment.assumingMemoryBound(to: UInt8.self)) - base
-            }
+            if let end = firstQueryOrFragment(base, from: rest, to: bytes.count) { pathEnd = end }
             // An authority holds no `/`: the last `/` after it starts the last path component.
             let lowest = hasAuthority ? colon + 3 : rest
             guard pathEnd > lowest, bytes[pathEnd - 1] != slash else { return .undecided }
@@ -94,11 +112,39 @@ enum URLScan {
             // No `/` after the authority: no path at all.
             if hasAuthority && index < lowest { return .undecided }
             let componentStart = index + 1
-            // No dot in the last component, or only a leading one (a hidden name): no extension.
-            guard lastDot > componentStart else { return .decided(nil) }
+            // No dot in the last component, or nothing but dots before the last one (`.png`, `..png`: a hidden
+            // name, as Foundation reads it): no extension.
+            var stem = componentStart
+            while stem < lastDot, bytes[stem] == dot { stem += 1 }
+            guard lastDot > componentStart, stem < lastDot else { return .decided(nil) }
             let ext = ShortExtension(lowercasing: UnsafeBufferPointer(rebasing: bytes[(lastDot + 1)..<pathEnd]))
             return .decided(ext)
         } ?? .undecided
+    }
+
+    /// The index of the first `?` or `#` in `start[from..<end]`, eight bytes per step (one pass for both).
+    @inline(__always)
+    private static func firstQueryOrFragment(_ start: UnsafePointer<UInt8>, from: Int, to end: Int) -> Int? {
+        let raw = UnsafeRawPointer(start)
+        var index = from
+        while index + 8 <= end {
+            let word = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: index, as: UInt64.self))
+            let mask = zeroBytes(word ^ 0x3F3F_3F3F_3F3F_3F3F) | zeroBytes(word ^ 0x2323_2323_2323_2323)
+            if mask != 0 { return index + mask.trailingZeroBitCount / 8 }
+            index += 8
+        }
+        while index < end {
+            if start[index] == question || start[index] == hash { return index }
+            index += 1
+        }
+        return nil
+    }
+
+    /// The high bit of every zero byte of `word`, and no other bit (exact: no borrow crosses bytes).
+    @inline(__always)
+    private static func zeroBytes(_ word: UInt64) -> UInt64 {
+        let low7: UInt64 = 0x7F7F_7F7F_7F7F_7F7F
+        return ~(((word & low7) &+ low7) | word | low7)
     }
 
     /// The index of the `:` that ends a valid scheme (`ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )`), if any.
@@ -115,14 +161,32 @@ enum URLScan {
         while index < bytes.count {
             let byte = bytes[index]
             if byte == colon { return index }
-            guard isLetter(byte) || isDigit(byte) || byte == plus || byte == minus || byte == dot else { return nil }
+            guard isSchemeByte(byte) else { return nil }
             index += 1
         }
         return nil
     }
 
-    private static func isLetter(_ byte: UInt8) -> Bool { (byte | 0x20) >= 0x61 && (byte | 0x20) <= 0x7A }
-    private static func isDigit(_ byte: UInt8) -> Bool { byte >= 0x30 && byte <= 0x39 }
+    /// ALPHA / DIGIT / "+" / "-" / ".": one bit per ASCII byte (bytes 0–63 in the low word, 64–127 in the high).
+    private static let schemeBytesLow: UInt64 = (0x3FF << 0x30) | (1 << 0x2B) | (1 << 0x2D) | (1 << 0x2E)
+    private static let schemeBytesHigh: UInt64 = (0x3FF_FFFF << 1) | (0x3FF_FFFF << 33)
+
+    /// True when `byte` may follow a scheme's first letter: one table lookup instead of five comparisons.
+    @inline(__always)
+    private static func isSchemeByte(_ byte: UInt8) -> Bool {
+        let bit = UInt64(byte & 63)
+        switch byte >> 6 {
+        case 0: return (schemeBytesLow >> bit) & 1 != 0
+        case 1: return (schemeBytesHigh >> bit) & 1 != 0
+        default: return false
+        }
+    }
+
+    @inline(__always)
+    private static func isLetter(_ byte: UInt8) -> Bool { (byte | 0x20) &- 0x61 < 26 }
+    @inline(__always)
+    private static func isDigit(_ byte: UInt8) -> Bool { byte &- 0x30 < 10 }
+    @inline(__always)
     fileprivate static func isAlphanumeric(_ byte: UInt8) -> Bool { isLetter(byte) || isDigit(byte) }
 
     /// "http" as a little-endian `UInt32`.

@@ -76,7 +76,7 @@ extension ImageContext {
         set {
             update(.imageTransformer, hasValue: newValue != nil) {
                 $0.imageTransformer = newValue
-                $0.imageTransformerKey = newValue?.transformerKey
+                $0.imageTransformerKey = newValue.map { TransformerKeyPart(key: $0.transformerKey) }
             }
         }
     }
@@ -204,7 +204,10 @@ extension ImageContext {
     }
 
     /// The transformer's key, read once when the transformer was stored (here or as the manager's transformer).
-    var imageTransformerKey: String? {
+    var imageTransformerKey: String? { imageTransformerKeyPart?.key }
+
+    /// The transformer's key with its cache-key part, made once when the transformer was stored.
+    var imageTransformerKeyPart: TransformerKeyPart? {
         if storage.values & ContextSlot.imageTransformer.bit != 0 { return storage.imageTransformerKey }
         return hasOwnEntry(.imageTransformer) ? nil : defaults?.transformerKey
     }

@@ -196,7 +196,13 @@ public struct ImageContext: Sendable {
     /// True when this context has an entry (value or explicit none) for `slot`, not counting layered defaults.
     func hasOwnEntry(_ slot: ContextSlot) -> Bool { storage.present & slot.bit != 0 }
 
+    /// True when any of `slots` (a mask of ``ContextSlot/bit``s) holds an entry of this context's own; the layered
+    /// defaults (transformer, filter, serializer) are not counted.
+    @inline(__always)
+    func hasOwnEntry(in slots: UInt32) -> Bool { storage.present & slots != 0 }
+
     /// True when `slot`'s typed accessor returns a value (layered defaults included), without copying it out.
+    @inline(__always)
     func hasValue(_ slot: ContextSlot) -> Bool {
         let bit = slot.bit
         if storage.values & bit != 0 { return true }

@@ -18,8 +18,8 @@ final class ContextStorage: @unchecked Sendable {
     var imageCache: (any ImageCacheProtocol)?
     var imageLoader: (any ImageLoader)?
     var imageTransformer: (any Transformer)?
-    /// `imageTransformer?.transformerKey`, read once when the transformer was stored.
-    var imageTransformerKey: String?
+    /// `imageTransformer?.transformerKey` and its key part, made once when the transformer was stored.
+    var imageTransformerKey: TransformerKeyPart?
     var cacheKeyFilter: (any CacheKeyFilter)?
     var callbackQueue: CallbackQueue?
     var imageScaleFactor: Double?
@@ -157,7 +157,7 @@ final class ContextStorage: @unchecked Sendable {
             if typed != nil || cold != nil { coldFields.imageCoder = typed }
         case .imageTransformer:
             guard let typed = Self.typed(value, as: (any Transformer).self) else { return false }
-            let key = typed?.transformerKey
+            let key = typed.map { TransformerKeyPart(key: $0.transformerKey) }
             imageTransformer = typed
             imageTransformerKey = key
         case .cacheKeyFilter:
@@ -284,8 +284,8 @@ final class ColdContextFields: @unchecked Sendable {
 /// into it (see ``ImageContext/layering(_:)``). Immutable; the manager makes a new one when a setting changes.
 final class ContextDefaults: Sendable {
     let transformer: (any Transformer)?
-    /// `transformer?.transformerKey`, read once when the manager's transformer was set.
-    let transformerKey: String?
+    /// `transformer?.transformerKey` and its key part, made once when the manager's transformer was set.
+    let transformerKey: TransformerKeyPart?
     let cacheKeyFilter: (any CacheKeyFilter)?
     let cacheSerializer: (any CacheSerializer)?
 
@@ -295,7 +295,7 @@ final class ContextDefaults: Sendable {
         cacheSerializer: (any CacheSerializer)?
     ) {
         self.transformer = transformer
-        self.transformerKey = transformerKey
+        self.transformerKey = transformerKey.map(TransformerKeyPart.init(key:))
         self.cacheKeyFilter = cacheKeyFilter
         self.cacheSerializer = cacheSerializer
         values =
