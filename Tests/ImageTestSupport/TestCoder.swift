@@ -19,6 +19,15 @@ public final class TestCoder: ProgressiveImageCoder, Sendable {
         var decodeThreadsOnCooperativePool = 0
     }
 
+    /// A coder option of the test format that changes the image: the decoder XORs every pixel's green sample with
+    /// it. Applying it twice undoes it, so a pipeline that applies it twice (or never) shows in the pixels.
+    public enum Tint: CoderOptionKey {
+        /// The XOR mask.
+        public typealias Value = UInt8
+        /// The option's name (its key part: `coder(timg.tint=N)`).
+        public static let name = "timg.tint"
+    }
+
     private let state = Locked(State())
     /// Seconds each decode sleeps.
     public let decodeDelay: TimeInterval
@@ -98,12 +107,13 @@ public final class TestCoder: ProgressiveImageCoder, Sendable {
         let size = options.targetSize(forSourceWidth: properties.width, height: properties.height)
         let bytes = [UInt8](data)
         let count = options.firstFrameOnly ? 1 : frames
+        let tint = options.coderOptions[Tint.self] ?? 0
         let imageFrames = (0..<count).map { index -> ImageFrame in
             let color = Array(bytes[(9 + index * 4)..<(13 + index * 4)])
             var pixels = [UInt8](repeating: 0, count: size.width * size.height * 4)
             for offset in stride(from: 0, to: pixels.count, by: 4) {
                 pixels[offset] = color[0]
-                pixels[offset + 1] = color[1]
+                pixels[offset + 1] = color[1] ^ tint
                 pixels[offset + 2] = color[2]
                 pixels[offset + 3] = color[3]
             }

@@ -8,8 +8,9 @@ import WebImage
 /// The main line checked against a plain model (issue 21, item 6).
 ///
 /// The reference is "fetch, decode, transform": no cache, no coalescing. Each program is a few waves of 1–50
-/// concurrent loads over four URLs with random partitions, thumbnails, first-frame, transformers, revalidation,
-/// deadlines and cancels, against an origin whose answers change between waves (404, 500, truncated bytes, slow,
+/// concurrent loads over four URLs with random partitions, thumbnails, first-frame, a coder option applied inside
+/// the decoder (`TestCoder.Tint`), transformers, revalidation, deadlines and cancels, against an origin whose
+/// answers change between waves (404, 500, truncated bytes, slow,
 /// `no-store`, new bytes with a new ETag), with manager restarts on the same disk directory (real `MemoryCache` and
 /// `DiskCache`). For every load: exactly one final completion and nothing after it; a success has the reference's
 /// image for its (URL, partition, options) at a version the origin served — never another partition's or another
@@ -65,6 +66,8 @@ struct ModelProgram {
         var fill = false
         var firstFrame = false
         var transformer: CompoundingTransformer.Kind?
+        /// The test coder's image-changing option (``TestCoder/Tint``), applied inside the decoder.
+        var tint: UInt8?
         var transformAnimated = false
         var refresh = false
         var retryFailed = false
@@ -74,7 +77,7 @@ struct ModelProgram {
         var description: String {
             "\(url.lastPathComponent) partition=\(partition ?? "-") thumb=\(thumbnail.map { "\($0)" } ?? "-")"
                 + "\(fill ? " fill" : "") first=\(firstFrame) transform=\(transformer.map { "\($0)" } ?? "-")"
-                + "\(transformAnimated ? " all-frames" : "") refresh=\(refresh) deadline=\(deadline.map { "\($0)" } ?? "-")"
+                + "\(transformAnimated ? " all-frames" : "") tint=\(tint.map { "\($0)" } ?? "-") refresh=\(refresh) deadline=\(deadline.map { "\($0)" } ?? "-")"
                 + " cancel=\(cancelAfter.map { "\($0)" } ?? "-")"
         }
 
@@ -95,6 +98,7 @@ struct ModelProgram {
                 context.imagePreserveAspectRatio = !fill
             }
             if let transformer { context.imageTransformer = CompoundingTransformer(transformer) }
+            if let tint { context[coderOption: TestCoder.Tint.self] = tint }
             if let deadline { context[ModelOrigin.deadline] = deadline }
             return context
         }
@@ -103,6 +107,7 @@ struct ModelProgram {
             var options = ImageDecodeOptions(firstFrameOnly: firstFrame)
             options.thumbnailPixelSize = thumbnail
             options.preserveAspectRatio = !fill
+            options.coderOptions[TestCoder.Tint.self] = tint
             return options
         }
     }
@@ -187,6 +192,7 @@ struct ModelProgram {
             spec.transformer = [.grow(2), .invert].randomElement(using: &random)
             spec.transformAnimated = Bool.random(using: &random)
         }
+        if Double.random(in: 0..<1, using: &random) < 0.25 { spec.tint = [0x0F, 0xF0].randomElement(using: &random) }
         spec.refresh = Double.random(in: 0..<1, using: &random) < 0.15
         spec.retryFailed = Double.random(in: 0..<1, using: &random) < 0.3
         if Double.random(in: 0..<1, using: &random) < 0.2 { spec.deadline = [0.05, 0.5].randomElement(using: &random) }

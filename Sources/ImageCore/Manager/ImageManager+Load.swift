@@ -248,9 +248,13 @@ extension ImageManager {
         guard plan.isDerived, let originalKey = plan.originalKey, !plan.options.contains(.fromLoaderOnly),
             plan.originalQueryCacheType != .none
         else { return download(operation, plan, cached: nil) }
+        // A decoded original serves only loads whose options work on pixels; the others decode its bytes, which a
+        // memory hit then reads from the next level (`.queryMemoryData`).
+        let usesImage = plan.decodedOriginalServes
         let query = plan.originalCache.queryImage(
-            forKey: originalKey, options: plan.options.subtracting(.queryMemoryData), context: plan.context,
-            cacheType: plan.originalQueryCacheType
+            forKey: originalKey,
+            options: usesImage ? plan.options.subtracting(.queryMemoryData) : plan.options.union(.queryMemoryData),
+            context: plan.context, cacheType: plan.originalQueryCacheType
         ) { result in
             operation.detachQuery()
             guard case .success(let hit?) = result else {
@@ -261,7 +265,7 @@ extension ImageManager {
             }
             // A still image's pixels serve any thumbnail (resampled); an animation's only at full size.
             let sized = plan.decodeOptions.thumbnailPixelSize != nil || plan.decodeOptions.scaleDownLimitBytes != nil
-            let image = hit.image.flatMap { !$0.isAnimated || !sized ? $0 : nil }
+            let image = usesImage ? hit.image.flatMap { !$0.isAnimated || !sized ? $0 : nil } : nil
             let content: FetchSource.Content
             if let image {
                 content = .originalImage(image, bytes: hit.data)

@@ -16,7 +16,8 @@ final class LoadPlan: Sendable {
     let transformerKey: String?
     /// Decode options for the original's bytes.
     let decodeOptions: ImageDecodeOptions
-    /// Decode options for a derived key's own entry (an encoded product): full size, every frame, no scale-down.
+    /// Decode options for a derived key's own entry (an encoded product): full size, every frame, no scale-down, no
+    /// image-changing coder option (the product's pixels carry them already).
     let productDecodeOptions: ImageDecodeOptions
     let cache: any ImageCacheProtocol
     let originalCache: any ImageCacheProtocol
@@ -55,6 +56,16 @@ final class LoadPlan: Sendable {
             && decodeOptions.applyOrientation && decodeOptions.keyPart == nil
     }
 
+    /// True when an already-decoded original (the original key's memory entry, decoded with the default options)
+    /// can become this load's image by the steps that work on pixels: first frame, thumbnail size, colour
+    /// conversion. Options that act inside the decoder need the original's bytes instead: a custom coder's
+    /// image-changing options (its pixels can't be re-derived from another decode's) and orientation left raw
+    /// (the original's pixels are already turned).
+    var decodedOriginalServes: Bool {
+        decodeOptions.applyOrientation
+            && (decodeOptions.coderOptions.isEmpty || decodeOptions.coderOptions.keyPart == nil)
+    }
+
     /// Default byte budget for ``ImageOptions/scaleDownLargeImages`` without a context value: 60 MB of RGBA.
     static let defaultScaleDownLimitBytes = 60 << 20
 
@@ -68,6 +79,8 @@ final class LoadPlan: Sendable {
         product.thumbnailPixelSize = nil
         product.scaleDownLimitBytes = nil
         product.firstFrameOnly = false
+        // A product's pixels already carry a custom coder's image-changing options (and its bytes are their encode).
+        if !product.coderOptions.isEmpty { product.coderOptions = product.coderOptions.withoutImageChangingOptions }
         productDecodeOptions = product
         transformer = context.imageTransformer
         transformerKey = context.imageTransformerKey

@@ -75,6 +75,14 @@ public struct CoderOptions: Hashable, Sendable {
         return parts.isEmpty ? nil : parts.joined(separator: ",")
     }
 
+    /// These options without the ones that change the image: what decoding a finished product needs, whose pixels
+    /// already carry the image-changing options (decoding them with those options again would apply them twice).
+    var withoutImageChangingOptions: CoderOptions {
+        var copy = self
+        copy.entries = entries.filter { !$0.value.changesImage }
+        return copy
+    }
+
     private static func escaped(_ text: String) -> String {
         guard text.contains(where: { $0 == "\\" || $0 == "," || $0 == "=" }) else { return text }
         var result = ""
