@@ -126,7 +126,13 @@ public enum IPAddress: Hashable, Sendable, CustomStringConvertible {
 /// A block of addresses in CIDR notation (`10.0.0.0/8`, `fe80::/10`, or one address with its full prefix).
 public struct AddressRange: Hashable, Sendable, CustomStringConvertible {
     /// The first address of the block.
-    public let base: IPAddress
+    public var base: IPAddress {
+        baseBytes.count == 4 ? .v4(baseBytes.reduce(0) { $0 << 8 | UInt32($1) }) : .v6(baseBytes)
+    }
+    /// The base's bytes, kept as a plain array rather than an `IPAddress`: the tables of ranges live for the whole
+    /// process, and LeakSanitizer can't see a reference that a multi-payload enum stores with its tag in the
+    /// pointer's spare bits (the fuzz run reported `AddressPolicy`'s table as leaked).
+    private let baseBytes: [UInt8]
     /// The number of leading bits that every address of the block shares with ``base``.
     public let prefixLength: Int
 
@@ -147,13 +153,13 @@ public struct AddressRange: Hashable, Sendable, CustomStringConvertible {
 
     /// The block of `base`'s first `prefixLength` bits (the remaining bits of `base` are ignored).
     public init(_ base: IPAddress, prefixLength: Int) {
-        self.base = base
-        self.prefixLength = max(0, min(prefixLength, base.bytes.count * 8))
+        baseBytes = base.bytes
+        self.prefixLength = max(0, min(prefixLength, baseBytes.count * 8))
     }
 
     /// True when `address` is of the same family and shares the block's prefix.
     public func contains(_ address: IPAddress) -> Bool {
-        let a = base.bytes
+        let a = baseBytes
         let b = address.bytes
         guard a.count == b.count else { return false }
         var remaining = prefixLength
