@@ -21,17 +21,10 @@ struct APNGCorpusConformanceTests {
     @Test func everyRowOfTheAPNGCorpusIsMet() throws {
         let rows = try SiblingCorpus.apng.requireExpectations()
         #expect(rows.count == 70, "the corpus-apng MANIFEST lists 70 files")
-        var perFolder: [String: (passed: Int, total: Int)] = [:]
-        for row in rows {
-            let outcome = ConformanceCheck.check(row, coder: Self.coders)
-            perFolder[row.folder, default: (0, 0)].total += 1
-            if outcome.passed { perFolder[row.folder, default: (0, 0)].passed += 1 }
-            #expect(outcome.passed, "\(outcome)")
+        let outcomes = ConformanceCheck.checkAll(rows, corpus: "corpus-apng") {
+            ConformanceCheck.check($0, coder: Self.coders)
         }
-        for (folder, counts) in perFolder.sorted(by: { $0.key < $1.key }) {
-            print("conformance \(folder): \(counts.passed)/\(counts.total)")
-        }
-        print("conformance corpus-apng total: \(perFolder.values.reduce(0) { $0 + $1.passed })/\(rows.count)")
+        for outcome in outcomes { #expect(outcome.passed, "\(outcome)") }
     }
 
     /// The same rows with the default options (first frame plus an on-demand provider), every frame pulled through

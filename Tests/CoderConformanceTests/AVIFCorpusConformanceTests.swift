@@ -20,17 +20,9 @@ struct AVIFCorpusConformanceTests {
         ])
         let rows = AVIFCorpus.expectations()
         #expect(rows.count == 116, "the corpus-avif MANIFEST lists 116 files")
-        var perFolder: [String: (passed: Int, total: Int)] = [:]
-        for row in rows {
-            let outcome = ConformanceCheck.check(row, coder: coders)
-            perFolder[row.folder, default: (0, 0)].total += 1
-            if outcome.passed { perFolder[row.folder, default: (0, 0)].passed += 1 }
-            #expect(outcome.passed, "\(outcome)")
+        let outcomes = ConformanceCheck.checkAll(rows, corpus: "corpus-avif") {
+            ConformanceCheck.check($0, coder: coders)
         }
-        for (folder, counts) in perFolder.sorted(by: { $0.key < $1.key }) {
-            print("conformance \(folder): \(counts.passed)/\(counts.total)")
-        }
-        let passed = perFolder.values.reduce(0) { $0 + $1.passed }
-        print("conformance corpus-avif total: \(passed)/\(rows.count)")
+        for outcome in outcomes { #expect(outcome.passed, "\(outcome)") }
     }
 }

@@ -31,19 +31,12 @@ struct HEICCorpusConformanceTests {
         ])
         let rows = HEICCorpus.expectations()
         #expect(rows.count == 75, "the corpus-heic MANIFEST lists 75 files")
-        var perFolder: [String: (passed: Int, total: Int)] = [:]
-        for row in rows {
+        let outcomes = ConformanceCheck.checkAll(rows, corpus: "corpus-heic") { row in
             let started = ContinuousClock.now
             let outcome = ConformanceCheck.check(row, coder: coders, options: Self.options)
-            perFolder[row.folder, default: (0, 0)].total += 1
-            if outcome.passed { perFolder[row.folder, default: (0, 0)].passed += 1 }
-            #expect(outcome.passed, "\(outcome)")
             print("\(outcome) [\(ContinuousClock.now - started)]")
+            return outcome
         }
-        for (folder, counts) in perFolder.sorted(by: { $0.key < $1.key }) {
-            print("conformance \(folder): \(counts.passed)/\(counts.total)")
-        }
-        let passed = perFolder.values.reduce(0) { $0 + $1.passed }
-        print("conformance corpus-heic total: \(passed)/\(rows.count)")
+        for outcome in outcomes { #expect(outcome.passed, "\(outcome)") }
     }
 }

@@ -21,17 +21,10 @@ struct JXLCorpusConformanceTests {
     @Test func everyRowOfTheJXLCorpusIsMet() throws {
         let rows = try SiblingCorpus.jxl.requireExpectations()
         #expect(rows.count == 82, "the corpus-jxl MANIFEST lists 82 files")
-        var perFolder: [String: (passed: Int, total: Int)] = [:]
-        for row in rows {
-            let outcome = ConformanceCheck.check(row, coder: Self.coders)
-            perFolder[row.folder, default: (0, 0)].total += 1
-            if outcome.passed { perFolder[row.folder, default: (0, 0)].passed += 1 }
-            #expect(outcome.passed, "\(outcome)")
+        let outcomes = ConformanceCheck.checkAll(rows, corpus: "corpus-jxl") {
+            ConformanceCheck.check($0, coder: Self.coders)
         }
-        for (folder, counts) in perFolder.sorted(by: { $0.key < $1.key }) {
-            print("conformance \(folder): \(counts.passed)/\(counts.total)")
-        }
-        print("conformance corpus-jxl total: \(perFolder.values.reduce(0) { $0 + $1.passed })/\(rows.count)")
+        for outcome in outcomes { #expect(outcome.passed, "\(outcome)") }
     }
 
     /// With the orientation applied (the default), orientations 5-8 swap the stored width and height, as the

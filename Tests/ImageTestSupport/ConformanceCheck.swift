@@ -17,6 +17,23 @@ public enum ConformanceCheck {
         public var description: String { "\(passed ? "PASS" : "FAIL") \(row): \(detail)" }
     }
 
+    /// Checks every row with `check` and prints `conformance <folder>: passed/total` per folder, then
+    /// `conformance <corpus> total: passed/total`; the caller records each outcome
+    /// (`#expect(outcome.passed, "\(outcome)")`). APNG rows that passed as stills are counted on their folder's line.
+    public static func checkAll(
+        _ rows: [CorpusExpectation], corpus: String, _ check: (CorpusExpectation) -> Outcome
+    ) -> [Outcome] {
+        let outcomes = rows.map(check)
+        let folders = Dictionary(grouping: outcomes, by: \.row.folder)
+        for (folder, group) in folders.sorted(by: { $0.key < $1.key }) {
+            let stills = group.filter(\.decodedAPNGAsStill).count
+            let note = stills > 0 ? " (\(stills) APNG row(s) decoded as stills)" : ""
+            print("conformance \(folder): \(group.filter(\.passed).count)/\(group.count)\(note)")
+        }
+        print("conformance \(corpus) total: \(outcomes.filter(\.passed).count)/\(rows.count)")
+        return outcomes
+    }
+
     /// Decode options used for conformance: raw orientation (sizes are as stored), every frame decoded.
     public static let options = ImageDecodeOptions(preloadAllFrames: true, applyOrientation: false)
 
