@@ -87,16 +87,18 @@ final class DiskEntryStore: Sendable {
     /// header), with its extended data.
     ///
     /// Expired files are misses and are removed. Garbage, truncated, hostile and foreign-key files are `.corrupt`
-    /// and removed; files larger than the cap are `.oversize` and removed without being read. The file is read with
-    /// one `pread` of one byte more than its size: a file that grew or shrank since the `fstat` (truncated or
-    /// extended in place by someone else) is read once more; changed again, it is `.changed` and left alone. So the
-    /// bytes returned are one whole entry file of the size it had when opened: every writer of this cache (in any
-    /// process) publishes a new file by rename and never changes a published one, so an open descriptor sees one
-    /// immutable entry. A same-size overwrite in place by another program is caught only by the body checksum
-    /// (``DiskCacheConfiguration/verifiesChecksums``).
+    /// and removed; files larger than the cap are `.oversize` and removed without being read. A file whose size or
+    /// times changed while it was read (truncated or extended in place by someone else) is read once more; changed
+    /// again, it is `.changed` and left alone (the rename of a new entry replaces it). So the bytes returned are
+    /// one whole entry file as it was between two `fstat`s with equal size, modification and change times. Every
+    /// writer of this cache publishes a new file by rename, which an open descriptor never sees. The `fstat` after
+    /// the read is needed: a `read` racing a truncation can return the full count with the cut page's tail zeroed,
+    /// so a count alone proves nothing. A same-size overwrite in place by another program is caught only by the
+    /// body checksum (``DiskCacheConfiguration/verifiesChecksums``): a write moves the change time before it
+    /// copies its bytes, so a read overlapping a rewrite's last write can see new times and torn bytes.
     ///
-    /// Four system calls on a hit, as a plain open and read: `open`, `fstat`, `pread`, `close` (plus `fgetxattr`
-    /// when the entry has extended data, and `futimens` when its access time is refreshed).
+    /// Five system calls on a hit: `open`, `fstat`, `pread`, `fstat`, `close` (plus `fgetxattr` when the entry
+    /// has extended data, and `futimens` when its access time is refreshed).
     ///
     /// A hit fills `entry` (whose metadata must start empty) in place rather than returning it: the metadata is
     /// large, and a hit should move it as few times as it can.
@@ -139,6 +141,11 @@ final class DiskEntryStore: Sendable {
         guard got == size else {
             return .bad(.changed, detail: "\(got) bytes read of a file of \(size) (changed in place while read)")
         }
+        // Before decoding: a torn read must not be taken for a corrupt file and removed.
+        let after = try fs.status(of: fd, path: path)
+        guard after.st_size == info.st_size, after.st_mtim.isSame(as: info.st_mtim),
+            after.st_ctim.isSame(as: info.st_ctim)
+        else { return .bad(.changed, detail: "changed in place while read") }
         let offset: Int
         do {
             offset = try DiskEntryCodec.decode(

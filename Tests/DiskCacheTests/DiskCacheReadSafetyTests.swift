@@ -117,36 +117,51 @@ struct DiskCacheReadSafetyTests {
         let writerDone = DispatchSemaphore(value: 0)
         let writerStarted = DispatchSemaphore(value: 0)
         try whole.write(to: URL(fileURLWithPath: path))
-        // The other writer: truncates the published file to a random length, then publishes a whole copy again
-        // by rename (a reader holding the truncated inode must not serve it).
+        // The other writer: writes a whole copy beside the published file, truncates the published file to a
+        // random length, then publishes the copy by rename. The path holds a whole entry nearly all the time, so
+        // most reads are hits and many of them overlap a truncation (a reader holding the truncated inode must
+        // not serve it: a read racing a truncation can return the full count with the cut page zeroed).
         Thread.detachNewThread {
             var random = SplitMix(seed: 5)
             while !stop.load(ordering: .relaxed) {
+                _ = FileManager.default.createFile(atPath: spare, contents: whole)
                 let fd = open(path, O_WRONLY)
                 if fd >= 0 {
                     _ = ftruncate(fd, off_t(random.next() % UInt64(whole.count)))
                     close(fd)
                     truncations.add(1, ordering: .relaxed)
                 }
-                _ = FileManager.default.createFile(atPath: spare, contents: whole)
                 _ = rename(spare, path)
                 if truncations.load(ordering: .relaxed) == 1 { writerStarted.signal() }
             }
             writerDone.signal()
         }
         writerStarted.wait()
-        var hits = 0
         var wrong = 0
-        for _ in 0..<3_000 {
-            if let entry = try cache.entry(forKey: key) {
-                hits += 1
-                if entry.data != body { wrong += 1 }
-            }
+        let hits = try Self.readUntilEnoughHits {
+            guard let entry = try cache.entry(forKey: key) else { return false }
+            if entry.data != body { wrong += 1 }
+            return true
         }
         stop.store(true, ordering: .relaxed)
         writerDone.wait()
         #expect(wrong == 0, "\(wrong) of \(hits) hits served bytes that are not the entry")
+        #expect(hits > 300, "only \(hits) hits in 5 s: the race was hardly attacked")
         #expect(truncations.load(ordering: .relaxed) > 0)
+    }
+
+    /// Runs `read` (true for a hit) until 3,000 hits, or at least 3,000 reads and 5 seconds; returns the hits.
+    /// With the suite's other tests on the same cores, a fixed number of reads can end before the writer gets to
+    /// run, and a test whose reads never overlap a change cannot fail.
+    static func readUntilEnoughHits(_ read: () throws -> Bool) rethrows -> Int {
+        let deadline = ContinuousClock.now + .seconds(5)
+        var reads = 0
+        var hits = 0
+        while hits < 3_000 && (reads < 3_000 || ContinuousClock.now < deadline) {
+            if try read() { hits += 1 }
+            reads += 1
+        }
+        return hits
     }
 
     /// Kernels from 6.13 give a file a new change time for any change after its change time was read
@@ -162,8 +177,9 @@ struct DiskCacheReadSafetyTests {
     }()
 
     /// Another writer rewrites the entry file of one key over and over with two versions of the same length,
-    /// in 64 KiB chunks, truncating first or not, while this thread reads it 3,000 times; returns the hits that
-    /// were neither version, and the hits.
+    /// in 64 KiB chunks, truncating first or not, resting up to 1 ms between rewrites (so that reads both hit
+    /// whole versions and overlap rewrites), while this thread reads it (``readUntilEnoughHits(hits:_:)``); returns the hits that were
+    /// neither version, and the hits.
     static func readWhileRewriting(verifiesChecksums: Bool, truncates: Bool) throws -> (mixed: Int, hits: Int) {
         let directory = CacheFixtures.temporaryDirectory("read")
         defer { DiskTest.removeDirectory(directory) }
@@ -181,6 +197,7 @@ struct DiskCacheReadSafetyTests {
         let writerDone = DispatchSemaphore(value: 0)
         let writerStarted = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
+            var random = SplitMix(seed: 11)
             var version = 1
             var rewrites = 0
             while !stop.load(ordering: .relaxed) {
@@ -200,17 +217,16 @@ struct DiskCacheReadSafetyTests {
                     if rewrites == 1 { writerStarted.signal() }
                 }
                 version = 1 - version
+                usleep(UInt32(random.next() % 1_000))
             }
             writerDone.signal()
         }
         writerStarted.wait()
-        var hits = 0
         var mixed = 0
-        for _ in 0..<3_000 {
-            if let entry = try cache.entry(forKey: key) {
-                hits += 1
-                if entry.data != bodies[0] && entry.data != bodies[1] { mixed += 1 }
-            }
+        let hits = try Self.readUntilEnoughHits {
+            guard let entry = try cache.entry(forKey: key) else { return false }
+            if entry.data != bodies[0] && entry.data != bodies[1] { mixed += 1 }
+            return true
         }
         stop.store(true, ordering: .relaxed)
         writerDone.wait()
@@ -221,6 +237,7 @@ struct DiskCacheReadSafetyTests {
     func overwrittenInPlaceWithChecksums() throws {
         let (mixed, hits) = try Self.readWhileRewriting(verifiesChecksums: true, truncates: false)
         #expect(mixed == 0, "\(mixed) of \(hits) hits mixed two versions")
+        #expect(hits > 300, "only \(hits) hits in 5 s: the race was hardly attacked")
     }
 
     @Test(
@@ -229,5 +246,6 @@ struct DiskCacheReadSafetyTests {
     func rewrittenWithTruncation() throws {
         let (mixed, hits) = try Self.readWhileRewriting(verifiesChecksums: false, truncates: true)
         #expect(mixed == 0, "\(mixed) of \(hits) hits mixed two versions")
+        #expect(hits > 300, "only \(hits) hits in 5 s: the race was hardly attacked")
     }
 }
