@@ -115,8 +115,9 @@ final class TestHTTPServer: Sendable {
     /// Requests whose path is `path`.
     func requests(to path: String) -> [RecordedRequest] { stats.value.requests.filter { $0.path == path } }
 
-    /// Waits (polling) until `condition` holds on the stats, up to `seconds`; returns whether it did.
-    func waitUntil(seconds: Double = 5, _ condition: (Stats) -> Bool) async -> Bool {
+    /// Waits (polling) until `condition` holds on the stats, up to `seconds`; returns whether it did. Generous, as
+    /// ImageTestSupport's `waitUntil`: it ends when the condition holds, so only a failing test pays the bound.
+    func waitUntil(seconds: Double = 30, _ condition: (Stats) -> Bool) async -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
             if condition(stats.value) { return true }

@@ -227,7 +227,11 @@ public final class RecordingCache: ImageCacheProtocol, Sendable {
 }
 
 /// Waits (polling, bounded) until `condition` holds; returns whether it did.
-public func waitUntil(timeout: TimeInterval = 5, _ condition: () -> Bool) async -> Bool {
+///
+/// The bound is generous on purpose: the wait ends as soon as the condition holds, so only a failing test pays it,
+/// and on a loaded 2-core machine a task can wait seconds for the cooperative pool while other suites' blocking
+/// tests hold its threads (a 5-second bound failed CI once that way).
+public func waitUntil(timeout: TimeInterval = 30, _ condition: () -> Bool) async -> Bool {
     let deadline = Date().addingTimeInterval(timeout)
     while Date() < deadline {
         if condition() { return true }
@@ -257,8 +261,8 @@ public final class DeliveryRecorder: Sendable {
     /// The one final result, once it arrived.
     public var final: Result<ImageResult, ImageError>? { finals.first }
 
-    /// Waits for the final delivery.
-    public func waitForFinal(timeout: TimeInterval = 5) async -> Result<ImageResult, ImageError>? {
+    /// Waits for the final delivery (bounded as generously as ``waitUntil(timeout:_:)``, for the same reason).
+    public func waitForFinal(timeout: TimeInterval = 30) async -> Result<ImageResult, ImageError>? {
         _ = await waitUntil(timeout: timeout) { !finals.isEmpty }
         return final
     }
