@@ -7,7 +7,11 @@
 /// stops the underlying work with ``onCancel(_:)``.
 ///
 /// Thread-safe: the state sits behind a lock; the completion and the cancel handlers run after it is released —
-/// the completion of a cancelled query on the thread that called ``cancel()``, before `cancel()` returns.
+/// the completion of a cancelled query on the thread that called ``cancel()``, before `cancel()` returns. When an
+/// answer is already being delivered on another thread as ``cancel()`` is called, the answer wins and `cancel()`
+/// does not wait for its completion to return: waiting could deadlock two queries whose completions cancel each
+/// other (a composite's levels), and the load above (``ImageLoadOperation``) drops an answer that arrives after
+/// its own cancel anyway.
 public final class CacheQueryOperation: ImageOperation {
     /// What a query completes with.
     public typealias Completion = @Sendable (Result<CacheQueryResult?, ImageError>) -> Void
