@@ -112,11 +112,13 @@ enum URLScan {
             // No `/` after the authority: no path at all.
             if hasAuthority && index < lowest { return .undecided }
             let componentStart = index + 1
-            // No dot in the last component, or nothing but dots before the last one (`.png`, `..png`: a hidden
-            // name, as Foundation reads it): no extension.
-            var stem = componentStart
-            while stem < lastDot, bytes[stem] == dot { stem += 1 }
-            guard lastDot > componentStart, stem < lastDot else { return .decided(nil) }
+            // No dot in the last component, or a stem (what comes before the last dot) of "", "." or ".."
+            // (`.png`, `..png`, `...png`: a hidden name, as Foundation reads it; `....png` has the extension).
+            guard lastDot > componentStart else { return .decided(nil) }
+            let stemLength = lastDot - componentStart
+            if stemLength <= 2 && bytes[componentStart] == dot && bytes[lastDot - 1] == dot {
+                return .decided(nil)
+            }
             let ext = ShortExtension(lowercasing: UnsafeBufferPointer(rebasing: bytes[(lastDot + 1)..<pathEnd]))
             return .decided(ext)
         } ?? .undecided
