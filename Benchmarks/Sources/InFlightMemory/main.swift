@@ -24,11 +24,15 @@ guard arguments.count >= 2, let base = URL(string: arguments[1]) else {
 let loads = arguments.count > 2 ? Int(arguments[2]) ?? 1_000 : 1_000
 let cacheMB = arguments.count > 3 ? Int(arguments[3]) ?? 256 : 256
 
+/// glibc's `malloc_trim` (not in the Glibc module's headers): returns freed heap memory to the system, which
+/// tells memory still held by live objects from memory the allocator kept.
+@_silgen_name("malloc_trim") func mallocTrim(_ pad: Int) -> Int32
+
 /// A field of /proc/self/status in kB (VmRSS, VmHWM).
-func statusKB(_ field: String) -> Int {
+@Sendable func statusKB(_ field: String) -> Int {
     guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return -1 }
     for line in text.split(separator: "\n") where line.hasPrefix(field + ":") {
-        return Int(line.dropFirst(field.count + 1).split(separator: " ").first ?? "") ?? -1
+        return Int(line.dropFirst(field.count + 1).split(whereSeparator: { $0 == " " || $0 == "\t" }).first ?? "") ?? -1
     }
     return -1
 }
@@ -79,6 +83,17 @@ let startKB = statusKB("VmRSS")
 let peakReset = resetPeak()
 
 let batch = Batch(loads)
+if ProcessInfo.processInfo.environment["INFLIGHT_TRACE"] != nil {
+    Thread.detachNewThread {
+        while batch.remaining.load(ordering: .relaxed) > 0 {
+            FileHandle.standardError.write(
+                Data(
+                    "rss \(statusKB("VmRSS") / 1024) MB, pending work \(WorkPool.cpu.pendingCount), remaining \(batch.remaining.load(ordering: .relaxed)), cache \(cache.totalCost >> 20) MB\n"
+                        .utf8))
+            usleep(100_000)
+        }
+    }
+}
 let started = ContinuousClock.now
 for url in urls {
     manager.loadImage(with: url) { result in
@@ -93,12 +108,16 @@ batch.done.wait()
 let elapsed = ContinuousClock.now - started
 let peakKB = statusKB("VmHWM")
 let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+let endKB = statusKB("VmRSS")
+_ = mallocTrim(0)
+let trimmedKB = statusKB("VmRSS")
 let report: [String: Any] = [
+    "end_rss_mb": Double(endKB) / 1024, "after_trim_rss_mb": Double(trimmedKB) / 1024,
     "loads": loads, "failures": batch.failures.load(ordering: .relaxed),
     "first_error": batch.firstError.withLock { $0 } ?? "",
     "cache_limit_mb": cacheMB, "cache_cost_mb": Double(cache.totalCost) / 1_048_576,
     "start_rss_mb": Double(startKB) / 1024, "peak_rss_mb": Double(peakKB) / 1024,
-    "end_rss_mb": Double(statusKB("VmRSS")) / 1024, "peak_reset": peakReset, "seconds": seconds,
+    "peak_reset": peakReset, "seconds": seconds,
 ]
 let json = try JSONSerialization.data(withJSONObject: report, options: [.sortedKeys])
 print(String(decoding: json, as: UTF8.self))

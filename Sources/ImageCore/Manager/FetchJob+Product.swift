@@ -7,6 +7,7 @@ extension FetchJob {
     // MARK: Decode
 
     func decode(_ key: DecodeKey, _ source: FetchSource, _ info: FetchSubscriber) {
+        releaseDownload()
         switch source.content {
         case .originalImage(let image, _):
             do {

@@ -48,6 +48,8 @@ final class FetchJob: Sendable {
         var failure: ImageError?
         /// True once the claims were ended.
         var settled = false
+        /// The download's place ahead of the decoder, until its decode starts or the fetch ends.
+        var admittedDownload: AdmittedDownload?
 
         /// When the job is done with every key (every subscriber served or gone, every store finished): the claims
         /// to end, with the outcome each key saw. Nil while work remains or after it settled.
@@ -122,6 +124,7 @@ final class FetchJob: Sendable {
     func sourceSucceeded(_ source: FetchSource) { event { $0.machine.sourceFinished(source) } }
 
     func sourceFailed(_ error: ImageError) {
+        releaseDownload()
         event { state in
             if state.failure == nil { state.failure = error }
             return state.machine.sourceFailed(error)
@@ -138,8 +141,32 @@ final class FetchJob: Sendable {
             return (actions, finished, state.settle())
         }
         perform(actions)
-        if finished { manager.removeJob(self) }
+        if finished {
+            releaseDownload()
+            manager.removeJob(self)
+        }
         if let ended { for (claim, outcome) in ended { claim.end(outcome) } }
+    }
+
+    /// Ties a download behind the manager's ``DownloadAdmission`` to this job: its place is given back when the
+    /// first decode starts or the fetch ends without one (at once when that already happened).
+    func adopt(_ download: AdmittedDownload) {
+        let releaseNow = state.withLock { state -> Bool in
+            if state.machine.isFinished { return true }
+            if case .failed? = state.machine.source { return true }
+            state.admittedDownload = download
+            return false
+        }
+        if releaseNow { download.release() }
+    }
+
+    /// Gives the download's place ahead of the decoder back. Idempotent.
+    func releaseDownload() {
+        let download = state.withLock { state -> AdmittedDownload? in
+            defer { state.admittedDownload = nil }
+            return state.admittedDownload
+        }
+        download?.release()
     }
 
     /// Performs the actions of a subscription, then forgets the job if that subscription finished it.
@@ -150,7 +177,10 @@ final class FetchJob: Sendable {
             if finished { state.removed = true }
             return (finished, state.settle())
         }
-        if finished { manager.removeJob(self) }
+        if finished {
+            releaseDownload()
+            manager.removeJob(self)
+        }
         if let ended { for (claim, outcome) in ended { claim.end(outcome) } }
     }
 
@@ -177,7 +207,8 @@ final class FetchJob: Sendable {
             case .startDecode(let key, let source, let info):
                 run { self.decode(key, source, info) }
             case .startProduct(let key, let decoded, let source, let info):
-                run { self.produce(key, decoded: decoded, source: source, info: info) }
+                // Ahead of queued decodes: this product frees a decoded image the job already holds.
+                run(priority: .continuation) { self.produce(key, decoded: decoded, source: source, info: info) }
             case .deliver(let subscribers, let product):
                 let cacheType = sourceCacheType
                 for subscriber in subscribers {
@@ -242,8 +273,8 @@ final class FetchJob: Sendable {
         }
     }
 
-    func run(_ work: @escaping @Sendable () -> Void) {
-        if runsInline { work() } else { manager.workPool.submit(work) }
+    func run(priority: WorkPool.Priority = .normal, _ work: @escaping @Sendable () -> Void) {
+        if runsInline { work() } else { manager.workPool.submit(priority: priority, work) }
     }
 }
 

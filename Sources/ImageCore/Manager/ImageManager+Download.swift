@@ -46,21 +46,30 @@ extension ImageManager {
             if requestContext.downloadDecryptor == nil {
                 requestContext.downloadHeaderCheck = Self.headerCheck(for: job, coder: plan.decoder)
             }
-            return plan.loader.requestImage(
-                with: url, options: plan.options, context: requestContext,
-                progress: { job.progress($0) },
-                completion: { result in
-                    switch result {
-                    case .success(let loaded):
-                        self.removeFailedURL(url)
-                        let content: FetchSource.Content =
-                            loaded.image.map { .originalImage($0, bytes: loaded.data) } ?? .originalBytes(loaded.data)
-                        job.sourceSucceeded(FetchSource(content: content, origin: .download, response: loaded.response))
-                    case .failure(let error):
-                        self.recordFailure(error, plan: plan)
-                        job.sourceFailed(error)
-                    }
-                })
+            let loaderContext = requestContext
+            let download = self.downloadAdmission.admit(
+                {
+                    plan.loader.requestImage(
+                        with: url, options: plan.options, context: loaderContext,
+                        progress: { job.progress($0) },
+                        completion: { result in
+                            switch result {
+                            case .success(let loaded):
+                                self.removeFailedURL(url)
+                                let content: FetchSource.Content =
+                                    loaded.image.map { .originalImage($0, bytes: loaded.data) }
+                                    ?? .originalBytes(loaded.data)
+                                job.sourceSucceeded(
+                                    FetchSource(content: content, origin: .download, response: loaded.response))
+                            case .failure(let error):
+                                self.recordFailure(error, plan: plan)
+                                job.sourceFailed(error)
+                            }
+                        })
+                },
+                cancelledWhileWaiting: { job.sourceFailed(.cancelled(stage: .download)) })
+            job.adopt(download)
+            return download
         }
     }
 

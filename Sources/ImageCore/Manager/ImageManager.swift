@@ -146,6 +146,24 @@ public final class ImageManager: Sendable {
 
     /// The pool that runs this manager's decodes, transforms and serializer encodes.
     public let workPool: WorkPool
+    /// Admits downloads while fewer than ``maxDownloadsAheadOfDecoding`` are ahead of the decoder.
+    let downloadAdmission = DownloadAdmission(limit: ImageManager.defaultMaxDownloadsAheadOfDecoding)
+
+    /// The default of ``maxDownloadsAheadOfDecoding``: 64.
+    public static let defaultMaxDownloadsAheadOfDecoding = 64
+
+    /// The most downloads this manager keeps ahead of its decoder: started (in flight, or finished with their
+    /// bytes waiting for a decode thread) and not yet decoded. Further downloads wait to start, first come first
+    /// served; cancelling one that waits ends its load at once.
+    ///
+    /// A burst of loads finishes downloading far faster than a few threads decode, and every finished download
+    /// holds its bytes until its decode starts; this bound keeps that memory in check (1,000 concurrent loads of
+    /// 2 MP photos: see Benchmarks/RESULTS.md, issue 23 item 7). It costs no throughput while it is at least the
+    /// loader's own concurrency (``HTTPLoader``: 6 by default). Changing it applies at once.
+    public var maxDownloadsAheadOfDecoding: Int {
+        get { downloadAdmission.limit }
+        set { downloadAdmission.limit = newValue }
+    }
     /// `imageCache` and `imageLoader` opened for the calls every load makes.
     let strategies: ManagerStrategies
 
@@ -243,9 +261,11 @@ public final class ImageManager: Sendable {
     /// Empties the failed-URL list.
     public func removeAllFailedURLs() { updateFailedURLs { $0.removeAll() } }
 
-    /// True while any load or shared fetch is in progress.
+    /// True while any load, shared fetch or download is in progress (a download holds its place ahead of the
+    /// decoder until its decode starts).
     public var isRunning: Bool {
-        running.withLock { !$0.isEmpty } || jobs.withLock { !$0.jobs.isEmpty }
+        running.withLock { !$0.isEmpty } || jobs.withLock { !$0.jobs.isEmpty } || downloadAdmission.aheadCount > 0
+            || downloadAdmission.waitingCount > 0
     }
 
     /// Cancels every running load of this manager; each completes with `cancelled`.

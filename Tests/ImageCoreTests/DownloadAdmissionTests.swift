@@ -1,0 +1,161 @@
+import Foundation
+import ImageTestSupport
+import Testing
+
+@testable import ImageCore
+
+@Suite("Downloads ahead of the decoder (ImageManager.maxDownloadsAheadOfDecoding)")
+struct DownloadAdmissionTests {
+    /// The plain reference: a list of admitted ids and a FIFO of waiting ones.
+    struct Reference {
+        var limit: Int
+        var ahead: [Int] = []
+        var waiting: [Int] = []
+
+        mutating func request(_ id: Int) -> Bool {
+            if ahead.count < limit && waiting.isEmpty {
+                ahead.append(id)
+                return true
+            }
+            waiting.append(id)
+            return false
+        }
+
+        mutating func finished(_ id: Int) -> [Int] {
+            guard let index = ahead.firstIndex(of: id) else { return [] }
+            ahead.remove(at: index)
+            return admit()
+        }
+
+        mutating func withdraw(_ id: Int) -> Bool {
+            guard let index = waiting.firstIndex(of: id) else { return false }
+            waiting.remove(at: index)
+            return true
+        }
+
+        mutating func setLimit(_ newLimit: Int) -> [Int] {
+            limit = max(1, newLimit)
+            return admit()
+        }
+
+        private mutating func admit() -> [Int] {
+            var admitted: [Int] = []
+            while ahead.count < limit, !waiting.isEmpty {
+                let id = waiting.removeFirst()
+                ahead.append(id)
+                admitted.append(id)
+            }
+            return admitted
+        }
+    }
+
+    @Test("the state machine answers as the plain reference over random events (seed printed)")
+    func matchesTheReference() {
+        let seed = UInt64.random(in: 0...UInt64.max)
+        print("DownloadAdmissionTests seed \(seed)")
+        var random = SplitMix64(seed: seed)
+        var steps = 0
+        for _ in 0..<200 {
+            let limit = Int.random(in: 1...4, using: &random)
+            var machine = DownloadAdmissionState<Int>(limit: limit)
+            var reference = Reference(limit: limit)
+            var nextID = 0
+            for _ in 0..<200 {
+                steps += 1
+                switch Int.random(in: 0..<10, using: &random) {
+                case 0..<4:
+                    #expect(machine.request(nextID) == reference.request(nextID), "seed \(seed)")
+                    nextID += 1
+                case 4..<7:
+                    let id = Int.random(in: 0...max(0, nextID), using: &random)
+                    #expect(machine.finished(id) == reference.finished(id), "seed \(seed)")
+                case 7..<9:
+                    let id = Int.random(in: 0...max(0, nextID), using: &random)
+                    #expect(machine.withdraw(id) == reference.withdraw(id), "seed \(seed)")
+                default:
+                    let newLimit = Int.random(in: 0...5, using: &random)
+                    #expect(machine.setLimit(newLimit) == reference.setLimit(newLimit), "seed \(seed)")
+                }
+                #expect(machine.ahead == Set(reference.ahead), "seed \(seed)")
+                #expect(machine.waitingCount == reference.waiting.count, "seed \(seed)")
+            }
+        }
+        print("DownloadAdmissionTests: \(steps) events checked")
+    }
+
+    @Test("with one download allowed ahead, the next starts only when the first's decode starts")
+    func theNextDownloadWaitsForTheDecode() async throws {
+        // Its own pool: held decodes must not hold the shared pool's threads from other tests.
+        let rig = Rig(workPool: WorkPool(label: "admission-test", maxConcurrent: 2))
+        rig.manager.maxDownloadsAheadOfDecoding = 1
+        let urls = (0..<3).map { testURL("ahead\($0)") }
+        for url in urls { rig.serve(url) }
+        rig.loader.hold()
+        rig.coder.holdDecodes()
+        let recorders = urls.map { _ in DeliveryRecorder() }
+        for (url, recorder) in zip(urls, recorders) {
+            rig.manager.loadImage(with: url, context: rig.context(), completed: recorder.handler)
+        }
+        #expect(await waitUntil { rig.loader.requestCount == 1 })
+        try await Task.sleep(nanoseconds: 50_000_000)
+        #expect(rig.loader.requestCount == 1, "a second download started while the first was ahead")
+        // From now on every download answers at once, and every decode that starts is held: the later downloads
+        // still start, each once the decode of the one ahead of it started (never more than one ahead).
+        rig.loader.releaseAll()
+        #expect(await waitUntil { rig.loader.requestCount == 3 })
+        #expect(await waitUntil { rig.coder.decodeCount == 2 })
+        #expect(rig.manager.downloadAdmission.aheadCount == 1, "the third download, its decode waiting for a thread")
+        rig.coder.releaseDecodes()
+        for recorder in recorders { #expect(await recorder.waitForFinal()?.value != nil) }
+        #expect(rig.loader.requestCount == 3)
+        #expect(await waitUntil { !rig.manager.isRunning }, "a download kept its place after its load ended")
+    }
+
+    @Test("a load cancelled while its download waits for admission ends at once and never reaches the loader")
+    func cancelWhileWaiting() async throws {
+        let rig = Rig()
+        rig.manager.maxDownloadsAheadOfDecoding = 1
+        let first = testURL("first")
+        let second = testURL("second")
+        rig.serve(first)
+        rig.serve(second)
+        rig.loader.hold()
+        let firstRecorder = DeliveryRecorder()
+        let secondRecorder = DeliveryRecorder()
+        rig.manager.loadImage(with: first, context: rig.context(), completed: firstRecorder.handler)
+        let waiting = rig.manager.loadImage(with: second, context: rig.context(), completed: secondRecorder.handler)
+        #expect(await waitUntil { rig.loader.requestCount == 1 })
+        waiting.cancel()
+        #expect(await secondRecorder.waitForFinal(timeout: 5)?.error?.code == .cancelled)
+        rig.loader.releaseAll()
+        #expect(await firstRecorder.waitForFinal()?.value != nil)
+        #expect(rig.loader.requestCount(for: second) == 0)
+        #expect(await waitUntil { !rig.manager.isRunning })
+    }
+
+    @Test("a failed download gives its place back; raising the limit starts waiting downloads at once")
+    func failuresAndLimitChanges() async throws {
+        let rig = Rig()
+        rig.manager.maxDownloadsAheadOfDecoding = 1
+        let missing = testURL("missing")
+        rig.loader.set(.failure(ImageError(.invalidDownloadStatusCode, stage: .download, message: "404")), for: missing)
+        let urls = (0..<3).map { testURL("after\($0)") }
+        for url in urls { rig.serve(url) }
+        rig.loader.hold()
+        let failed = DeliveryRecorder()
+        rig.manager.loadImage(with: missing, context: rig.context(), completed: failed.handler)
+        let recorders = urls.map { _ in DeliveryRecorder() }
+        for (url, recorder) in zip(urls, recorders) {
+            rig.manager.loadImage(with: url, context: rig.context(), completed: recorder.handler)
+        }
+        #expect(await waitUntil { rig.loader.requestCount == 1 })
+        rig.manager.maxDownloadsAheadOfDecoding = 3
+        #expect(await waitUntil { rig.loader.requestCount == 3 })
+        rig.loader.releaseAll()
+        #expect(await failed.waitForFinal()?.error != nil)
+        #expect(await waitUntil { rig.loader.requestCount == 4 })
+        rig.loader.releaseAll()
+        for recorder in recorders { #expect(await recorder.waitForFinal()?.value != nil) }
+        #expect(await waitUntil { !rig.manager.isRunning })
+    }
+}
