@@ -72,6 +72,9 @@ log "2/7 build (release)"
 # Target by target, so one SDK plugin that does not compile costs only its own rows (reported as n/a).
 SKIP=()
 "$SWIFT" build -c release --product ExportInputs >&2
+# Issue 23 item 7: the peak resident set of 1,000 concurrent loads (run after the nginx start, step 6).
+"$SWIFT" build -c release --product InFlightMemory >"$WORK/build-InFlightMemory.log" 2>&1 \
+    || { echo "NOT MEASURED: InFlightMemory does not build" >&2; echo InFlightMemory >>"$WORK/not-built.txt"; }
 # The SDK side of the thumbnail rows (thumbnails.py drives it between vipsthumbnail runs).
 "$SWIFT" build -c release --product ThumbnailRunner >"$WORK/build-ThumbnailRunner.log" 2>&1 \
     || { echo "NOT MEASURED: ThumbnailRunner does not build" >&2; echo ThumbnailRunner >>"$WORK/not-built.txt"; }
@@ -306,6 +309,14 @@ if [[ -x "$BIN/ThumbnailRunner" ]]; then
         || echo "thumbnails.py failed: no thumbnail rows this run" >&2
 fi
 
+# Memory for in-flight work (issue 23 items 7 and 8): 1,000 concurrent loads of distinct 2 MP photos from nginx, a
+# 256 MB memory cache, five runs (a fresh process each: the peak is the process's VmHWM, reset after setup).
+INFLIGHT="$WORK/inflight.jsonl"
+if [[ -x "$BIN/InFlightMemory" ]]; then
+    log "in-flight memory: 1,000 concurrent loads, 5 runs"
+    for _ in 1 2 3 4 5; do "$BIN/InFlightMemory" "$WEBIMAGE_BENCH_HTTP_BASE" 1000 256 >>"$INFLIGHT" || true; done
+fi
+
 # ---------------------------------------------------------------------------------------------------------------
 log "7/7 report"
 LOAD="$(cut -d' ' -f1-3 /proc/loadavg)"
@@ -436,6 +447,23 @@ for threads in (1, 2):
     row("4", f"memory hit, {threads} thread(s): MemoryCache vs Mutex<Dictionary> (ratio of time per hit)",
         f"{ops(a[0])}, {fmt_time(a[0] / threads) if a[0] else 'n/a'}/hit", f"{ops(b[0])}, {fmt_time(b[0] / threads) if b[0] else 'n/a'}/hit",
         ratio(a[0], b[0]), ratio(a[1], b[1]), "≤ 1.5× of 0.37 µs; no collapse at 2 threads")
+# Memory for in-flight work (issue 23 item 7): peak RSS of 1,000 concurrent loads, five runs, median and worst.
+inflight_path = os.path.join(os.path.dirname(ext_path), "inflight.jsonl")
+inflight = [json.loads(l) for l in open(inflight_path) if l.strip()] if os.path.exists(inflight_path) else []
+inflight = [r for r in inflight if r.get("failures") == 0 and r.get("peak_reset")]
+if inflight:
+    peaks = sorted(r["peak_rss_mb"] for r in inflight)
+    above = sorted(r["peak_rss_mb"] - r["start_rss_mb"] for r in inflight)
+    limit = inflight[0]["cache_limit_mb"] + 64
+    mid = len(peaks) // 2
+    row("23 (7)", f"1,000 concurrent loads of distinct 2 MP photos (local nginx), `MemoryCache` of "
+        f"{inflight[0]['cache_limit_mb']} MB: peak RSS (VmHWM) — {len(peaks)} runs, median (worst)",
+        f"{peaks[mid]:.0f} MB ({peaks[-1]:.0f} MB); {above[mid]:.0f} MB above the process before the loads",
+        f"cache limit + 64 MB = {limit} MB", f"{peaks[mid] / limit:.2f}× ({peaks[-1] / limit:.2f}×)", "—",
+        f"≤ {limit} MB " + ("✅" if peaks[mid] <= limit else "❌"))
+else:
+    row("23 (7)", "1,000 concurrent loads of distinct 2 MP photos: peak RSS", "n/a", "n/a", "n/a", "n/a",
+        "≤ cache limit + 64 MB")
 # Disk hit and store (issue 23 items 3, 4): five passes by cache-passes.sh, the median and the worst pass.
 passes_path = os.path.join(os.path.dirname(out_path), ".build", "bench-cache-passes", "summary.json")
 cache_passes = json.load(open(passes_path)) if os.path.exists(passes_path) else None
