@@ -314,7 +314,32 @@ fi
 INFLIGHT="$WORK/inflight.jsonl"
 if [[ -x "$BIN/InFlightMemory" ]]; then
     log "in-flight memory: 1,000 concurrent loads, 5 runs"
-    for _ in 1 2 3 4 5; do "$BIN/InFlightMemory" "$WEBIMAGE_BENCH_HTTP_BASE" 1000 256 >>"$INFLIGHT" || true; done
+    for _ in 1 2 3 4 5; do
+        "$BIN/InFlightMemory" "$WEBIMAGE_BENCH_HTTP_BASE" 1000 256 >>"$INFLIGHT" || true
+        # The same with glibc's mmap threshold fixed at 1 MiB (its dynamic threshold keeps freed 8 MB buffers).
+        MALLOC_MMAP_THRESHOLD_=1048576 "$BIN/InFlightMemory" "$WEBIMAGE_BENCH_HTTP_BASE" 1000 256 \
+            >>"$WORK/inflight-mmap.jsonl" || true
+    done
+fi
+
+# Thread scaling (issue 23 item 6): the whole path (fetch from nginx, decode, memory + disk store) and raw TurboJPEG
+# decoding of the same bodies, each on a work pool of 1 and of 2 threads (HTTPPROFILE_THREADS), 2 MP photos at
+# c=6, three interleaved passes of 3 rounds; images/s by wall clock.
+SCALING="$WORK/scaling.txt"
+"$SWIFT" build -c release --product HTTPProfile >"$WORK/build-HTTPProfile.log" 2>&1 || true
+if [[ -x "$BIN/HTTPProfile" ]]; then
+    log "thread scaling: whole path and decode alone on 1 and 2 threads, 3 passes"
+    mkdir -p "$WORK/profile-files"
+    for pass in 1 2 3; do
+        for threads in 1 2; do
+            for mode in manager decode; do
+                HTTPPROFILE_DIR="$WORK/profile-files" HTTPPROFILE_THREADS=$threads \
+                    "$BIN/HTTPProfile" "$mode" "$WEBIMAGE_BENCH_HTTP_BASE" large 3 6 2>/dev/null \
+                    | awk -v m="$mode" -v t="$threads" -v p="$pass" '/^wall:/ { print m, t, p, $2 }' >>"$SCALING" || true
+            done
+        done
+    done
+    rm -rf "$WORK/profile-files"
 fi
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -448,22 +473,45 @@ for threads in (1, 2):
         f"{ops(a[0])}, {fmt_time(a[0] / threads) if a[0] else 'n/a'}/hit", f"{ops(b[0])}, {fmt_time(b[0] / threads) if b[0] else 'n/a'}/hit",
         ratio(a[0], b[0]), ratio(a[1], b[1]), "≤ 1.5× of 0.37 µs; no collapse at 2 threads")
 # Memory for in-flight work (issue 23 item 7): peak RSS of 1,000 concurrent loads, five runs, median and worst.
-inflight_path = os.path.join(os.path.dirname(ext_path), "inflight.jsonl")
-inflight = [json.loads(l) for l in open(inflight_path) if l.strip()] if os.path.exists(inflight_path) else []
-inflight = [r for r in inflight if r.get("failures") == 0 and r.get("peak_reset")]
-if inflight:
+for name, allocator in [("inflight.jsonl", "glibc defaults"),
+                        ("inflight-mmap.jsonl", "`MALLOC_MMAP_THRESHOLD_=1048576`")]:
+    inflight_path = os.path.join(os.path.dirname(ext_path), name)
+    inflight = [json.loads(l) for l in open(inflight_path) if l.strip()] if os.path.exists(inflight_path) else []
+    inflight = [r for r in inflight if r.get("failures") == 0 and r.get("peak_reset")]
+    if not inflight:
+        row("23 (7)", f"1,000 concurrent loads of distinct 2 MP photos, {allocator}: peak RSS", "n/a", "n/a", "n/a",
+            "n/a", "≤ cache limit + 64 MB")
+        continue
     peaks = sorted(r["peak_rss_mb"] for r in inflight)
     above = sorted(r["peak_rss_mb"] - r["start_rss_mb"] for r in inflight)
     limit = inflight[0]["cache_limit_mb"] + 64
     mid = len(peaks) // 2
     row("23 (7)", f"1,000 concurrent loads of distinct 2 MP photos (local nginx), `MemoryCache` of "
-        f"{inflight[0]['cache_limit_mb']} MB: peak RSS (VmHWM) — {len(peaks)} runs, median (worst)",
+        f"{inflight[0]['cache_limit_mb']} MB, {allocator}: peak RSS (VmHWM) — {len(peaks)} runs, median (worst)",
         f"{peaks[mid]:.0f} MB ({peaks[-1]:.0f} MB); {above[mid]:.0f} MB above the process before the loads",
         f"cache limit + 64 MB = {limit} MB", f"{peaks[mid] / limit:.2f}× ({peaks[-1] / limit:.2f}×)", "—",
         f"≤ {limit} MB " + ("✅" if peaks[mid] <= limit else "❌"))
-else:
-    row("23 (7)", "1,000 concurrent loads of distinct 2 MP photos: peak RSS", "n/a", "n/a", "n/a", "n/a",
-        "≤ cache limit + 64 MB")
+# Thread scaling (issue 23 item 6): images/s of the whole path and of decoding alone on 1 and 2 threads.
+scaling_path = os.path.join(os.path.dirname(ext_path), "scaling.txt")
+scaling = {}
+if os.path.exists(scaling_path):
+    for line in open(scaling_path):
+        mode, threads, _, rate = line.split()
+        scaling.setdefault((mode, int(threads)), []).append(float(rate))
+def med(values):
+    values = sorted(values)
+    return values[len(values) // 2] if values else None
+m1, m2 = med(scaling.get(("manager", 1), [])), med(scaling.get(("manager", 2), []))
+d1, d2 = med(scaling.get(("decode", 1), [])), med(scaling.get(("decode", 2), []))
+fmt_ips = lambda v: f"{v:,.0f} img/s" if v else "n/a"
+row("23 (6)", "whole path (fetch from nginx, decode, memory + disk store), 2 MP photos, c=6: a work pool of 2 threads "
+    "vs 1 — median of 3 passes", fmt_ips(m2), fmt_ips(m1), ratio(m2, m1), "—",
+    "≥ 1.8× " + ("✅" if m1 and m2 and m2 >= 1.8 * m1 else "❌"))
+row("23 (6)", "raw TurboJPEG decode of the same bodies: 2 threads vs 1 (what the cores allow) — median of 3 passes",
+    fmt_ips(d2), fmt_ips(d1), ratio(d2, d1), "—", "")
+for threads, m, d in [(1, m1, d1), (2, m2, d2)]:
+    row("23 (6)", f"whole path vs decoding alone, both on {threads} thread(s) — median of 3 passes", fmt_ips(m),
+        fmt_ips(d), ratio(m, d), "—", "≥ 0.9× " + ("✅" if m and d and m >= 0.9 * d else "❌"))
 # Disk hit and store (issue 23 items 3, 4): five passes by cache-passes.sh, the median and the worst pass.
 passes_path = os.path.join(os.path.dirname(out_path), ".build", "bench-cache-passes", "summary.json")
 cache_passes = json.load(open(passes_path)) if os.path.exists(passes_path) else None

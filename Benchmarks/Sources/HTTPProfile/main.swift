@@ -82,7 +82,14 @@ var clientConfiguration = HTTPClient.Configuration(
 clientConfiguration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = max(8, concurrency)
 let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
 
-let cores = ProcessInfo.processInfo.activeProcessorCount
+/// Threads for the decode and store modes, and the manager's work pool: HTTPPROFILE_THREADS, else the cores (the
+/// thread-scaling rows of run.sh run 1 and 2).
+let cores =
+    ProcessInfo.processInfo.environment["HTTPPROFILE_THREADS"].flatMap { Int($0) }
+    ?? ProcessInfo.processInfo.activeProcessorCount
+let managerPool =
+    ProcessInfo.processInfo.environment["HTTPPROFILE_THREADS"] == nil
+    ? WorkPool.cpu : WorkPool(label: "profile.cpu", maxConcurrent: cores)
 /// The bodies of the set, fetched by the warm-up round of the `decode` and `store` modes.
 let bodies = Mutex<[Data]>([])
 
@@ -166,7 +173,7 @@ func round(warmUp: Bool) -> Batch {
         let disk = DiskCache(
             configuration: DiskCacheConfiguration(
                 directory: directory, maxDiskAge: nil, maxDiskSize: 0, sweepInterval: nil))
-        let manager = ImageManager(cache: CachesManager([MemoryCache(), disk]), loader: loader)
+        let manager = ImageManager(cache: CachesManager([MemoryCache(), disk]), loader: loader, workPool: managerPool)
         for url in urls {
             manager.loadImage(with: url, options: [.waitStoreCache]) { result in
                 switch result {
@@ -201,6 +208,7 @@ if warmUp.failures.load(ordering: .relaxed) > 0 {
     exit(1)
 }
 let cpu = cpuNow()
+let wallStart = ContinuousClock.now
 var bytes = 0
 var failures = 0
 for _ in 0..<rounds {
@@ -209,7 +217,11 @@ for _ in 0..<rounds {
     failures += batch.failures.load(ordering: .relaxed)
 }
 let elapsed = cpuNow() - cpu
+let wall = ContinuousClock.now - wallStart
 let requests = rounds * urls.count
 print("\(mode): \(requests) images, \(bytes) bytes, \(failures) failures, CPU \(elapsed / requests) ns/image")
+// Its own line: profile.sh reads the line above by its last fields.
+let wallSeconds = Double(wall.components.seconds) + Double(wall.components.attoseconds) / 1e18
+print("wall: \(Double(requests) / wallSeconds) images/s on \(cores) thread(s)")
 try await loader.shutdown()
 try await client.shutdown().get()

@@ -64,8 +64,9 @@ CodersManager.shared.addCoder(JPEGCoder.shared)
 let cache = MemoryCache(configuration: MemoryCacheConfiguration(costLimit: cacheMB << 20))
 let manager = ImageManager(cache: cache, loader: HTTPLoader())
 let urls = (0..<loads).map { index in
-    URL(string: base.appendingPathComponent(String(format: "large/%03d.jpg", index % 100)).absoluteString
-        + "?copy=\(index / 100)")!
+    URL(
+        string: base.appendingPathComponent(String(format: "large/%03d.jpg", index % 100)).absoluteString
+            + "?copy=\(index / 100)")!
 }
 
 // One load first, so the loader's client, the coder and the pools exist before the peak is reset.

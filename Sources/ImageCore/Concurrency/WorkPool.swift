@@ -102,7 +102,8 @@ public final class WorkPool: @unchecked Sendable {
 
     /// Whether a waiting job may start now. Called with `condition` locked.
     private var hasRunnableJob: Bool {
-        continuation.count > 0 || normal.count > 0 || (background.count > 0 && runningBackground < maxBackgroundConcurrent)
+        continuation.count > 0 || normal.count > 0
+            || (background.count > 0 && runningBackground < maxBackgroundConcurrent)
     }
 
     private func workerLoop() {
