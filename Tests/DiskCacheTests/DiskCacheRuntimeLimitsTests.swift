@@ -74,20 +74,27 @@ struct DiskCacheRuntimeLimitsTests {
         defer { DiskTest.removeDirectory(cache.directory) }
         let bodies = (0..<8).map { CacheFixtures.bytes(count: 2_000 + $0 * 3_000, seed: UInt64($0)) }
         let done = Atomic<Bool>(false)
+        let started = Atomic<Int>(0)
+        // What the workers did (stores that succeeded, reads that hit): counted so the changes provably met them.
+        let stores = Atomic<Int>(0)
+        let hits = Atomic<Int>(0)
         let errors = Mutex<[String]>([])
         let group = DispatchGroup()
-        for worker in 0..<3 {
+        for _ in 0..<3 {
             group.enter()
             Thread.detachNewThread {
                 var random = SystemRandomNumberGenerator()
+                started.add(1, ordering: .relaxed)
                 while !done.load(ordering: .relaxed) {
-                    let key = "w\(worker)-\(random.next() % 40)"
+                    // Keys shared by the workers: a read may meet another worker's store, trim or sweep.
+                    let key = "k\(random.next() % 40)"
                     let index = Int(random.next() % UInt64(bodies.count))
                     if random.next() % 2 == 0 {
                         // A store larger than the size limit in force at that moment may be refused; nothing else.
                         do {
                             try cache.storeData(
                                 bodies[index], metadata: CacheEntryMetadata(etag: "\(index)"), forKey: key)
+                            stores.add(1, ordering: .relaxed)
                         } catch let error as ImageError
                             where error.message?.contains("exceeds the entry size limit") == true
                         {
@@ -95,6 +102,7 @@ struct DiskCacheRuntimeLimitsTests {
                             errors.withLock { $0.append("store: \(error)") }
                         }
                     } else if let entry = try? cache.entry(forKey: key) {
+                        hits.add(1, ordering: .relaxed)
                         let tag = entry.metadata.etag.flatMap(Int.init)
                         if tag == nil || bodies[tag!] != entry.data { errors.withLock { $0.append("torn \(key)") } }
                     }
@@ -102,16 +110,32 @@ struct DiskCacheRuntimeLimitsTests {
                 group.leave()
             }
         }
+        // The changes start once every worker runs and has stored, so they meet the workers' reads and stores.
+        while started.load(ordering: .relaxed) < 3 || stores.load(ordering: .relaxed) < 20 { usleep(100) }
+        let (storesBefore, hitsBefore) = (stores.load(ordering: .relaxed), hits.load(ordering: .relaxed))
         let sizes = [300_000, 30_000, 150_000, 0, 60_000]
+        var seen = (storesBefore, hitsBefore)
         for step in 0..<200 {
+            // Each change waits (10 ms at most) until the workers stored and hit since the last one.
+            let giveUp = DispatchTime.now().uptimeNanoseconds + 10_000_000
+            while stores.load(ordering: .relaxed) == seen.0 || hits.load(ordering: .relaxed) == seen.1,
+                DispatchTime.now().uptimeNanoseconds < giveUp
+            {
+                usleep(50)
+            }
+            seen = (stores.load(ordering: .relaxed), hits.load(ordering: .relaxed))
             cache.maxDiskSize = sizes[step % sizes.count]
             cache.maxDiskAge = step % 7 == 0 ? 3600 : nil
             if step % 10 == 0 { cache.sweep() }
             usleep(500)
         }
+        let storesDuring = stores.load(ordering: .relaxed) - storesBefore
+        let hitsDuring = hits.load(ordering: .relaxed) - hitsBefore
         done.store(true, ordering: .relaxed)
         group.wait()
         #expect(errors.withLock { $0 }.isEmpty, "\(errors.withLock { $0.prefix(3) })")
+        #expect(storesDuring > 100, "only \(storesDuring) stores during the 200 changes: they hardly met")
+        #expect(hitsDuring > 100, "only \(hitsDuring) read hits during the 200 changes: they hardly met")
         cache.maxDiskSize = 25_000
         cache.sweep()
         #expect(cache.totalSize() <= 25_000)

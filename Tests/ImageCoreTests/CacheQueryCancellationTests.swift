@@ -1,6 +1,7 @@
 import Foundation
 import ImageCore
 import ImageTestSupport
+import Synchronization
 import Testing
 
 /// A cache level the test answers by hand: each query waits until the schedule answers it.
@@ -232,8 +233,11 @@ private final class CompletionLog: Sendable {
         "SDImageCacheToken cancel from another thread: every query completes once; a cancelled completion runs before cancel() returns; cancelled only after a cancel"
     )
     func concurrentCancelsAndAnswersRaceSafely() async {
-        let answering = DispatchQueue(label: "answers", attributes: .concurrent)
+        // Serial queues, one per answering thread: a queue created serial gets a thread of its own when it has work
+        // (a concurrent one shares the pool the canceller's task may be spinning on, and could wait for it).
+        let answeringQueues = (0..<3).map { DispatchQueue(label: "answers-\($0)") }
         let violations = Locked<[String]>([])
+        let won = Locked((answers: 0, cancels: 0))
         await withTaskGroup(of: Void.self) { group in
             for run in 0..<400 {
                 group.addTask {
@@ -247,7 +251,6 @@ private final class CompletionLog: Sendable {
                     manager.queryPolicy = policy
                     let completions = Locked<[Result<CacheQueryResult?, ImageError>]>([])
                     let cancelCalled = Locked(false)
-                    let pendingAfterCancel = Locked(false)
                     let operation = manager.queryImage(
                         forKey: "k", options: [], context: ImageContext(), cacheType: .all
                     ) { result in
@@ -256,31 +259,67 @@ private final class CompletionLog: Sendable {
                         }
                         completions.withLock { $0.append(result) }
                     }
-                    // Answer the levels on other threads while this one cancels.
-                    for _ in 0..<3 {
-                        answering.async { for level in levels { level.answerNext() } }
+                    // Answer the levels on other threads while this one cancels. The two meet: an answer starts,
+                    // the canceller (spinning until then) says it cancels now, and the answer (spinning until then,
+                    // at most a millisecond) goes on, so both run at the same moment. Then one side waits a little
+                    // (from nothing to some tens of microseconds of spinning, the side and the wait varying per run),
+                    // so each side wins many races however fast an answer is and however loaded the machine is.
+                    let cancels = run % 5 != 0
+                    let answerWaits = run / 5 % 2 == 0
+                    let spins = [0, 30, 300, 3_000, 30_000][run / 10 % 5]
+                    let answering = Atomic<Bool>(false)
+                    let cancelling = Atomic<Bool>(false)
+                    for queue in answeringQueues {
+                        queue.async {
+                            answering.store(true, ordering: .releasing)
+                            if cancels {
+                                let giveUp = DispatchTime.now().uptimeNanoseconds + 1_000_000
+                                while !cancelling.load(ordering: .acquiring),
+                                    DispatchTime.now().uptimeNanoseconds < giveUp
+                                {}
+                                var spun = 0
+                                while answerWaits, spun < spins, cancelling.load(ordering: .acquiring) { spun += 1 }
+                            }
+                            for level in levels { level.answerNext() }
+                        }
                     }
-                    if run % 4 != 0 {
+                    var returnedEarly = false
+                    if cancels {
+                        while !answering.load(ordering: .acquiring) {}
                         cancelCalled.withLock { $0 = true }
+                        cancelling.store(true, ordering: .releasing)
+                        var spun = 0
+                        while !answerWaits, spun < spins, answering.load(ordering: .acquiring) { spun += 1 }
                         operation?.cancel()
-                        // Only an answer already being delivered on another thread may finish after cancel().
-                        pendingAfterCancel.withLock { $0 = completions.value.isEmpty }
+                        returnedEarly = completions.value.isEmpty
                     }
                     // Drain whatever is still pending (a level that ignored the cancel, or no cancel at all).
                     for _ in 0..<200 where completions.value.isEmpty || levels.contains(where: \.hasPending) {
                         for level in levels { level.answerNext() }
                         try? await Task.sleep(nanoseconds: 200_000)
                     }
+                    // Only an answer already being delivered on another thread may finish after cancel() returned
+                    // (CacheQueryOperation's contract): a cancelled completion never does.
+                    let late = completions.value.first
+                    if returnedEarly, late == nil || late?.error?.isCancellation == true {
+                        let got = late.map { "\($0)" } ?? "nothing"
+                        let message = "run \(run) (\(policy)): cancel() returned before a cancelled completion (\(got))"
+                        violations.withLock { $0.append(message) }
+                    }
                     if completions.value.count != 1 {
                         violations.withLock { $0.append("run \(run): \(completions.value.count) completions") }
-                    }
-                    if pendingAfterCancel.value, completions.value.first?.error?.isCancellation == true {
-                        violations.withLock { $0.append("run \(run): cancelled after cancel() returned") }
+                    } else if cancels {
+                        let cancelled = completions.value[0].error?.isCancellation == true
+                        won.withLock { cancelled ? ($0.cancels += 1) : ($0.answers += 1) }
                     }
                 }
             }
         }
         #expect(violations.value.isEmpty, "\(violations.value.prefix(5))")
+        // Of the 320 cancelled queries, both sides won many: the cancel and the answers really raced.
+        let (answers, cancels) = won.value
+        #expect(answers > 20, "the answers won only \(answers) races (the cancel \(cancels)): hardly a race")
+        #expect(cancels > 20, "the cancel won only \(cancels) races (the answers \(answers)): hardly a race")
     }
 
     @Test(

@@ -32,36 +32,83 @@ import Testing
 
     /// One load of a round and what happened to it.
     final class Load: Sendable {
+        private struct Handle {
+            var operation: ImageLoadOperation?
+            /// A stage asked to cancel before `loadImage` returned the handle (a hook fired inside it).
+            var cancelRequested = false
+            /// `cancel()` was called on the handle.
+            var cancelCalled = false
+        }
+
         let cancelAt: CancelPoint
         let recorder = DeliveryRecorder()
-        let operation = Locked<ImageLoadOperation?>(nil)
-        let cancelled = Locked(false)
+        private let handle = Locked(Handle())
 
         init(cancelAt: CancelPoint) { self.cancelAt = cancelAt }
 
-        func cancel() {
-            guard let operation = operation.value else { return }
-            cancelled.withLock { $0 = true }
-            operation.cancel()
+        /// Keeps the handle `loadImage` returned, and cancels it now if a stage asked for that inside `loadImage`.
+        func started(_ operation: ImageLoadOperation) {
+            let requested = handle.withLock { handle -> Bool in
+                handle.operation = operation
+                return handle.cancelRequested
+            }
+            if requested { cancel() }
         }
+
+        /// Cancels the load (once `loadImage` returned: a cancel asked for before runs then).
+        func cancel() {
+            let operation = handle.withLock { handle -> ImageLoadOperation? in
+                guard let operation = handle.operation else {
+                    handle.cancelRequested = true
+                    return nil
+                }
+                handle.cancelCalled = true
+                return operation
+            }
+            operation?.cancel()
+        }
+
+        /// A cancel was asked for (it may not have happened yet, or may have come after the final result).
+        var cancelAsked: Bool { handle.withLock { $0.cancelRequested || $0.cancelCalled } }
+
+        /// `cancel()` was called before the final result was decided: the operation is cancelled (it only becomes
+        /// so when cancelled unfinished, and before the cancel delivers anything), so its final result is
+        /// `cancelled`.
+        var cancelTookEffect: Bool {
+            let (operation, called) = handle.withLock { ($0.operation, $0.cancelCalled) }
+            return called && operation?.isCancelled == true
+        }
+
+        /// Drops the handle (the round is over).
+        func release() { handle.withLock { $0.operation = nil } }
     }
+
+    /// Per cancel point, the loads whose cancel took effect (and which completed with `cancelled`).
+    typealias Tally = [CancelPoint: Int]
 
     @Test func randomCancelsAtEveryStageNeverStrandAFetch() async throws {
         let environment = ProcessInfo.processInfo.environment
         let rounds = environment["CANCEL_SCHEDULE_ROUNDS"].flatMap(Int.init) ?? 150
         let seed = environment["CANCEL_SCHEDULE_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 1...UInt64.max >> 1)
         var generator = SplitMix64(seed: seed)
+        var cancelled = Tally()
         for round in 0..<rounds {
-            let failure = await runRound(&generator)
+            let failure = await runRound(&generator, tally: &cancelled)
             if let failure {
                 Issue.record("round \(round) of seed \(seed): \(failure)")
                 return
             }
         }
+        // Every cancel point was attacked: loads really were cancelled there, not only after they finished.
+        let floor = rounds / 5
+        for point in CancelPoint.allCases where point != .never {
+            let count = cancelled[point, default: 0]
+            #expect(count >= floor, "only \(count) loads in \(rounds) rounds (seed \(seed)) were cancelled at \(point)")
+        }
     }
 
     /// Runs one round; returns a description of the first broken invariant.
-    private func runRound(_ generator: inout SplitMix64) async -> String? {
+    private func runRound(_ generator: inout SplitMix64, tally: inout Tally) async -> String? {
         // Half the rounds with a cache that answers memory synchronously (the manager's fast path), half without.
         let rig = Rig(
             loaderDelay: Double(generator.next() % 3) / 1000, decodeDelay: generator.next() % 4 == 0 ? 0.001 : 0,
@@ -85,7 +132,7 @@ import Testing
         let transformer = TestTransformer(width: 4, height: 4)
         let loads = (0..<12).map { _ in Load(cancelAt: CancelPoint.allCases.randomElement(using: &generator)!) }
         let hooked: @Sendable (TestStage) -> Void = { stage in
-            for load in loads where load.cancelAt.stage == stage && !load.cancelled.value { load.cancel() }
+            for load in loads where load.cancelAt.stage == stage && !load.cancelAsked { load.cancel() }
         }
         rig.cache.hook.set(hooked)
         rig.loader.hook.set(hooked)
@@ -111,7 +158,7 @@ import Testing
                 group.addTask {
                     let operation = rig.manager.loadImage(
                         with: url, options: options, context: context, completed: load.recorder.handler)
-                    load.operation.withLock { $0 = operation }
+                    load.started(operation)
                     if load.cancelAt == .afterStart { load.cancel() }
                 }
             }
@@ -124,11 +171,17 @@ import Testing
             if case .success(let last) = load.recorder.all.last, !last.isFinal {
                 return "load \(index) got a delivery after its final result"
             }
-            if !load.cancelled.value, case .failure(let error) = final {
-                return "load \(index) was not cancelled but failed: \(error)"
+            if !load.cancelTookEffect, case .failure(let error) = final {
+                return "load \(index) was not cancelled (or only after its final result) but failed: \(error)"
+            }
+            if load.cancelTookEffect {
+                guard case .failure(let error) = final, error.code == .cancelled else {
+                    return "load \(index) was cancelled before its final result, which is \(final)"
+                }
+                tally[load.cancelAt, default: 0] += 1
             }
         }
-        for load in loads { load.operation.withLock { $0 = nil } }
+        for load in loads { load.release() }
         rig.cache.hook.set(nil)
         rig.loader.hook.set(nil)
         rig.coder.hook.set(nil)

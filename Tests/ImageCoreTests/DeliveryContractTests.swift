@@ -107,7 +107,8 @@ private final class RecordingView: ImageTarget {
     }
 
     @Test func previewsNeverArriveAfterTheFinalResult() async throws {
-        let rig = Rig()
+        // The full decode is slow, so finals land while other loads' previews are still being delivered.
+        let rig = Rig(decodeDelay: 0.01)
         let urls = (0..<50).map { testURL("prog\($0)") }
         for url in urls {
             rig.loader.set(
@@ -117,6 +118,7 @@ private final class RecordingView: ImageTarget {
         let concurrent = DispatchQueue(label: "concurrent", attributes: .concurrent)
         let violations = Locked(0)
         let finals = Locked(0)
+        let previews = Locked(0)
         for round in 0..<20 {
             for url in urls {
                 let finished = Locked(false)
@@ -135,6 +137,8 @@ private final class RecordingView: ImageTarget {
                     if (try? result.get())?.isFinal ?? true {
                         finished.withLock { $0 = true }
                         finals.withLock { $0 += 1 }
+                    } else {
+                        previews.withLock { $0 += 1 }
                     }
                     overlapping.withLock { $0 = false }
                 }
@@ -142,5 +146,6 @@ private final class RecordingView: ImageTarget {
         }
         #expect(await waitUntil(timeout: 30) { finals.value == 20 * urls.count })
         #expect(violations.value == 0, "a delivery after the final result, or two deliveries at once")
+        #expect(previews.value > 400, "only \(previews.value) previews: finals hardly had previews to race")
     }
 }

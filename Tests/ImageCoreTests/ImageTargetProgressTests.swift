@@ -161,13 +161,20 @@ private final class ProgressLog: Sendable {
             }
         }
         #expect(await waitUntil { readers.value > 0 })
+        // The loads wait for their downloads until the reader has read while they run.
+        rig.loader.hold()
+        let before = readers.value
         for (index, url) in urls.enumerated() {
             view.setImage(
                 with: url, context: rig.context([.setImageOperationKey: index.isMultiple(of: 2) ? "a" : "b"]),
                 manager: rig.manager, completed: recorders[index].handler)
         }
+        #expect(await waitUntil { readers.value > before + 100 })
+        rig.loader.releaseAll()
         for recorder in recorders { _ = await recorder.waitForFinal() }
+        let after = readers.value
         reading.cancel()
+        #expect(after > before + 100, "the reader read \(after - before) times while the loads ran")
         #expect(outOfRange.value == 0)
         #expect(view.imageTargetState.progress(forKey: "a").isFinished)
         #expect(view.imageTargetState.progress(forKey: "b").isFinished)

@@ -102,10 +102,20 @@ import Testing
             cache: cache, loader: loader, coders: CodersManager(coders: [TestCoder()]))
         let url = testURL()
         loader.set(.data(TestCoder.data(width: 4, height: 4), ResponseMetadata(url: url, statusCode: 200)), for: url)
-        async let a = manager.loadImage(with: url, context: ImageContext([ImageContextOption("test.deadline"): 1.0]))
-        async let b = manager.loadImage(with: url)
-        async let c = manager.loadImage(with: url, options: .fromLoaderOnly)
-        _ = try await (a, b, c)
+        // Held until every load is past its cache query and waits on a download, so none is served by another's
+        // stored image (without the hold, b could hit the 1 s load's image in memory: two requests, nothing shared).
+        loader.hold()
+        let (a, b, c) = (DeliveryRecorder(), DeliveryRecorder(), DeliveryRecorder())
+        manager.loadImage(
+            with: url, context: ImageContext([ImageContextOption("test.deadline"): 1.0]), completed: a.handler)
+        manager.loadImage(with: url, context: ImageContext(), completed: b.handler)
+        manager.loadImage(with: url, options: .fromLoaderOnly, context: ImageContext(), completed: c.handler)
+        #expect(await waitUntil { loader.requestCount >= 2 && cache.diskReads >= 2 })
+        loader.releaseAll()
+        for (name, recorder) in [("a", a), ("b", b), ("c", c)] {
+            let result = try #require(await recorder.waitForFinal()).get()
+            #expect(result.cacheType == .none, "\(name) was served by the cache (\(result.cacheType)), not a download")
+        }
         #expect(loader.requestCount == 2, "the 1 s load has a transfer of its own; the two default loads share one")
     }
 

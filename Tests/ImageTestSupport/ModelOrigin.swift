@@ -32,6 +32,8 @@ public final class ModelOrigin: ImageLoader, Sendable {
         var served: Set<Served> = []
         var requests = 0
         var everFailed: [String: Set<Mode>] = [:]
+        var answers: [Mode: Int] = [:]
+        var changedETags = 0
     }
 
     private let state = Locked(State())
@@ -51,6 +53,14 @@ public final class ModelOrigin: ImageLoader, Sendable {
 
     /// Every (URL, partition, version) served with a 200 so far.
     public var served: Set<Served> { state.withLock { $0.served } }
+
+    /// How many requests each mode answered so far (a request cancelled or timed out before its answer counts
+    /// for none).
+    public var answers: [Mode: Int] { state.withLock { $0.answers } }
+
+    /// Requests that revalidated with an ETag the origin no longer serves (its bytes changed since they were
+    /// cached).
+    public var changedETags: Int { state.withLock { $0.changedETags } }
 
     /// The failing modes `url` answered with so far.
     public func failures(of url: URL) -> Set<Mode> { state.withLock { $0.everFailed[url.absoluteString] ?? [] } }
@@ -114,6 +124,7 @@ public final class ModelOrigin: ImageLoader, Sendable {
         }
         let etag = "\"v\(version)-\(partition ?? "-")\""
         let cachedETag = context.loaderCachedMetadata?.etag
+        if let cachedETag, cachedETag != etag { state.withLock { $0.changedETags += 1 } }
         queue.asyncAfter(deadline: .now() + delay) { [state] in
             guard !operation.isCancelled else { return }
             let bytes = Self.bytes(url: key, partition: partition, version: version)
@@ -132,6 +143,7 @@ public final class ModelOrigin: ImageLoader, Sendable {
                 }
             }
             state.withLock { state in
+                state.answers[mode, default: 0] += 1
                 switch mode {
                 case .healthy, .slow, .noStore:
                     state.served.insert(Served(url: key, partition: partition, version: version))

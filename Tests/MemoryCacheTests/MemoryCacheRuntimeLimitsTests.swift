@@ -95,6 +95,8 @@ struct MemoryCacheRuntimeLimitsTests {
     func concurrentChanges() {
         let cache = MemoryCache(configuration: MemoryCacheConfiguration(costLimit: 50_000, maxEntryCost: 1_000))
         let stop = Atomic<Bool>(false)
+        let operations = Atomic<Int>(0)
+        let started = Atomic<Int>(0)
         let violations = Mutex<[String]>([])
         let group = DispatchGroup()
         for worker in 0..<4 {
@@ -102,6 +104,7 @@ struct MemoryCacheRuntimeLimitsTests {
             Thread.detachNewThread {
                 var random = SystemRandomNumberGenerator()
                 var index = 0
+                started.add(1, ordering: .relaxed)
                 while !stop.load(ordering: .relaxed) {
                     let key = "w\(worker)-\(random.next() % 400)"
                     if index % 3 == 0 {
@@ -110,13 +113,22 @@ struct MemoryCacheRuntimeLimitsTests {
                         cache.setImage(CacheFixtures.image(cost: Int(random.next() % 225 + 1) * 4), forKey: key)
                     }
                     index += 1
+                    operations.add(1, ordering: .relaxed)
                 }
                 group.leave()
             }
         }
+        // The changes start once every worker runs, so they meet the workers' operations.
+        while started.load(ordering: .relaxed) < 4 || operations.load(ordering: .relaxed) < 1_000 { sched_yield() }
+        let before = operations.load(ordering: .relaxed)
         // The changer: after each change returns, the cache is within what was just set (stores running
-        // meanwhile evict under the same lock, so they can only keep it there).
+        // meanwhile evict under the same lock, so they can only keep it there). Each change waits (a millisecond at
+        // most) until the workers did something since the last one, so the changes and the workers interleave.
+        var seen = before
         for step in 0..<2_000 {
+            let giveUp = DispatchTime.now().uptimeNanoseconds + 1_000_000
+            while operations.load(ordering: .relaxed) == seen, DispatchTime.now().uptimeNanoseconds < giveUp {}
+            seen = operations.load(ordering: .relaxed)
             let cost = [0, 500, 5_000, 20_000, 80_000][step % 5]
             let count = [1, 10, 50, 200, Int.max][(step / 5) % 5]
             cache.costLimit = cost
@@ -127,9 +139,11 @@ struct MemoryCacheRuntimeLimitsTests {
                 violations.withLock { $0.append("step \(step): \(total)/\(cost) cost, \(entries)/\(count) entries") }
             }
         }
+        let during = operations.load(ordering: .relaxed) - before
         stop.store(true, ordering: .relaxed)
         group.wait()
         #expect(violations.withLock { $0 }.isEmpty, "\(violations.withLock { $0.prefix(3) })")
+        #expect(during > 1_000, "only \(during) operations ran during the 2,000 changes: they hardly met")
         #expect(cache.isConsistent)
         #expect(cache.totalCost <= cache.costLimit && cache.count <= cache.countLimit)
     }
