@@ -83,6 +83,35 @@ struct DownloadAdmissionTests {
         print("DownloadAdmissionTests: \(steps) events checked")
     }
 
+    @Test("a download whose fetch ended while it waited never starts, and no place stays taken")
+    func releasedWhileWaiting() {
+        let admission = DownloadAdmission(limit: 1)
+        let started = Locked<[Int]>([])
+        let ended = Locked(0)
+        func start(_ id: Int) -> @Sendable () -> (any ImageOperation)? {
+            {
+                started.withLock { $0.append(id) }
+                return nil
+            }
+        }
+        let first = admission.admit(start(1), cancelledWhileWaiting: {})
+        let second = admission.admit(start(2), cancelledWhileWaiting: { ended.withLock { $0 += 1 } })
+        #expect(started.value == [1] && admission.waitingCount == 1)
+        second.release()
+        #expect(admission.waitingCount == 0)
+        first.release()
+        #expect(started.value == [1], "a released download started")
+        #expect(admission.aheadCount == 0 && admission.waitingCount == 0)
+        // Cancelling it afterwards changes nothing (its fetch already ended).
+        second.cancel()
+        #expect(ended.value == 0 && admission.aheadCount == 0)
+        // And a third one is admitted at once.
+        let third = admission.admit(start(3), cancelledWhileWaiting: {})
+        #expect(started.value == [1, 3])
+        third.release()
+        #expect(admission.aheadCount == 0)
+    }
+
     @Test("with one download allowed ahead, the next starts only when the first's decode starts")
     func theNextDownloadWaitsForTheDecode() async throws {
         // Its own pool: held decodes must not hold the shared pool's threads from other tests.

@@ -400,7 +400,14 @@ struct ModelProgram {
             try? await Task.sleep(nanoseconds: 5_000_000)
         }
         var messages: [String] = []
-        if manager.isRunning { messages.append("\(label): operations or jobs still running after 10 s") }
+        if manager.isRunning {
+            let operations = manager.running.withLock { $0.count }
+            let jobs = manager.jobs.withLock { $0.jobs.keys.sorted() }
+            let admission = manager.downloadAdmission
+            messages.append(
+                "\(label): still running after 10 s: \(operations) operations, jobs \(jobs), downloads ahead "
+                    + "\(admission.aheadCount), waiting \(admission.waitingCount)")
+        }
         if ledger.open != 0 { messages.append("\(label): \(ledger.open) cache misses never ended (or ended twice)") }
         return messages
     }

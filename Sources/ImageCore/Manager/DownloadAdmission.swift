@@ -207,11 +207,21 @@ final class AdmittedDownload: PrioritizableOperation {
     /// The download no longer holds a place ahead of the decoder (its decode started, or its fetch ended).
     /// Idempotent.
     func release() {
-        let first = state.withLock { state -> Bool in
+        let (first, waiting) = state.withLock { state -> (Bool, Bool) in
             defer { state.released = true }
-            return !state.released
+            let waiting = if case .waiting = state.phase { true } else { false }
+            if waiting {
+                // Its fetch ended before it started: it must not start later (and hold a place nobody gives back).
+                state.phase = .cancelled
+                state.start = nil
+                state.cancelledWhileWaiting = nil
+            }
+            return (!state.released, waiting)
         }
-        if first { admission.finished(self) }
+        guard first else { return }
+        // Still queued: leave the queue. Admitted (or running): give the place back.
+        if waiting && admission.withdraw(self) { return }
+        admission.finished(self)
     }
 
     func cancel() {
