@@ -241,8 +241,6 @@ struct ModelProgram {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("model-\(seed)-\(UUID())")
         defer { try? FileManager.default.removeItem(at: directory) }
         let coder = TestCoder()
-        // Few downloads ahead of the decoder, so loads wait for admission and are cancelled while they wait.
-        let downloadsAhead = Int.random(in: 1...3, using: &random)
         func makeManager() -> (ImageManager, MissLedger) {
             let ledger = MissLedger(
                 CachesManager([
@@ -250,7 +248,6 @@ struct ModelProgram {
                 ]))
             let manager = ImageManager(cache: ledger, loader: origin, coders: CodersManager(coders: [coder]))
             manager.logHandler = { _ in }
-            manager.maxDownloadsAheadOfDecoding = downloadsAhead
             return (manager, ledger)
         }
         var (manager, ledger) = makeManager()

@@ -63,6 +63,10 @@ final class Batch: Sendable {
 CodersManager.shared.addCoder(JPEGCoder.shared)
 let cache = MemoryCache(configuration: MemoryCacheConfiguration(costLimit: cacheMB << 20))
 let manager = ImageManager(cache: cache, loader: HTTPLoader())
+// INFLIGHT_DOWNLOADS_AHEAD opts in to a bound on downloads ahead of the decoder (none by default).
+if let ahead = ProcessInfo.processInfo.environment["INFLIGHT_DOWNLOADS_AHEAD"].flatMap({ Int($0) }) {
+    manager.maxDownloadsAheadOfDecoding = ahead
+}
 let urls = (0..<loads).map { index in
     URL(
         string: base.appendingPathComponent(String(format: "large/%03d.jpg", index % 100)).absoluteString

@@ -149,17 +149,19 @@ public final class ImageManager: Sendable {
     /// Admits downloads while fewer than ``maxDownloadsAheadOfDecoding`` are ahead of the decoder.
     let downloadAdmission = DownloadAdmission(limit: ImageManager.defaultMaxDownloadsAheadOfDecoding)
 
-    /// The default of ``maxDownloadsAheadOfDecoding``: 64.
-    public static let defaultMaxDownloadsAheadOfDecoding = 64
+    /// The default of ``maxDownloadsAheadOfDecoding``: no bound (`Int.max`).
+    public static let defaultMaxDownloadsAheadOfDecoding = Int.max
 
     /// The most downloads this manager keeps ahead of its decoder: started (in flight, or finished with their
     /// bytes waiting for a decode thread) and not yet decoded. Further downloads wait to start, first come first
-    /// served; cancelling one that waits ends its load at once.
+    /// served; cancelling one that waits ends its load at once. No bound by default.
     ///
     /// A burst of loads finishes downloading far faster than a few threads decode, and every finished download
-    /// holds its bytes until its decode starts; this bound keeps that memory in check (1,000 concurrent loads of
-    /// 2 MP photos: see Benchmarks/RESULTS.md, issue 23 item 7). It costs no throughput while it is at least the
-    /// loader's own concurrency (``HTTPLoader``: 6 by default). Changing it applies at once.
+    /// holds its bytes until its decode starts; a bound (64 is a good start: it costs no throughput while it is at
+    /// least the loader's own concurrency) keeps that memory in check (1,000 concurrent loads of 2 MP photos:
+    /// Benchmarks/RESULTS.md, issue 23 item 7). Opt-in because the time a load waits here is not counted by a
+    /// loader's own deadline (``HTTPLoader``'s request timeout starts when the loader gets the request): with a
+    /// bound, a load can outlive its deadline by its wait. Changing it applies at once.
     public var maxDownloadsAheadOfDecoding: Int {
         get { downloadAdmission.limit }
         set { downloadAdmission.limit = newValue }
