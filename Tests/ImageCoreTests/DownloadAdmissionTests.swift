@@ -6,19 +6,27 @@ import Testing
 
 @Suite("Downloads ahead of the decoder (ImageManager.maxDownloadsAheadOfDecoding)")
 struct DownloadAdmissionTests {
-    /// The plain reference: a list of admitted ids and a FIFO of waiting ones.
+    /// The plain reference: a list of admitted ids and a list of waiting ones with their priority and the order
+    /// they asked in; the next to start is the highest priority's earliest.
     struct Reference {
         var limit: Int
         var ahead: [Int] = []
-        var waiting: [Int] = []
+        var waiting: [(id: Int, priority: ImageLoadPriority, order: Int)] = []
+        var asked = 0
 
-        mutating func request(_ id: Int) -> Bool {
+        mutating func request(_ id: Int, priority: ImageLoadPriority) -> Bool {
             if ahead.count < limit && waiting.isEmpty {
                 ahead.append(id)
                 return true
             }
-            waiting.append(id)
+            waiting.append((id, priority, asked))
+            asked += 1
             return false
+        }
+
+        mutating func reprioritize(_ id: Int, to priority: ImageLoadPriority) {
+            guard let index = waiting.firstIndex(where: { $0.id == id }) else { return }
+            waiting[index].priority = priority
         }
 
         mutating func finished(_ id: Int) -> [Int] {
@@ -28,7 +36,7 @@ struct DownloadAdmissionTests {
         }
 
         mutating func withdraw(_ id: Int) -> Bool {
-            guard let index = waiting.firstIndex(of: id) else { return false }
+            guard let index = waiting.firstIndex(where: { $0.id == id }) else { return false }
             waiting.remove(at: index)
             return true
         }
@@ -41,7 +49,10 @@ struct DownloadAdmissionTests {
         private mutating func admit() -> [Int] {
             var admitted: [Int] = []
             while ahead.count < limit, !waiting.isEmpty {
-                let id = waiting.removeFirst()
+                let next = waiting.indices.min { lhs, rhs in
+                    (waiting[lhs].priority, waiting[rhs].order) > (waiting[rhs].priority, waiting[lhs].order)
+                }!
+                let id = waiting.remove(at: next).id
                 ahead.append(id)
                 admitted.append(id)
             }
@@ -55,6 +66,7 @@ struct DownloadAdmissionTests {
         print("DownloadAdmissionTests seed \(seed)")
         var random = SplitMix64(seed: seed)
         var steps = 0
+        var reordered = 0
         for _ in 0..<200 {
             let limit = Int.random(in: 1...4, using: &random)
             var machine = DownloadAdmissionState<Int>(limit: limit)
@@ -62,25 +74,38 @@ struct DownloadAdmissionTests {
             var nextID = 0
             for _ in 0..<200 {
                 steps += 1
-                switch Int.random(in: 0..<10, using: &random) {
+                let priority = ImageLoadPriority.allCases.randomElement(using: &random)!
+                switch Int.random(in: 0..<12, using: &random) {
                 case 0..<4:
-                    #expect(machine.request(nextID) == reference.request(nextID), "seed \(seed)")
+                    #expect(
+                        machine.request(nextID, priority: priority) == reference.request(nextID, priority: priority),
+                        "seed \(seed)")
                     nextID += 1
                 case 4..<7:
                     let id = Int.random(in: 0...max(0, nextID), using: &random)
-                    #expect(machine.finished(id) == reference.finished(id), "seed \(seed)")
+                    let admitted = machine.finished(id)
+                    #expect(admitted == reference.finished(id), "seed \(seed)")
+                    if admitted.count > 1 && admitted != admitted.sorted() { reordered += 1 }
                 case 7..<9:
                     let id = Int.random(in: 0...max(0, nextID), using: &random)
                     #expect(machine.withdraw(id) == reference.withdraw(id), "seed \(seed)")
+                case 9..<11:
+                    let id = Int.random(in: 0...max(0, nextID), using: &random)
+                    machine.reprioritize(id, to: priority)
+                    reference.reprioritize(id, to: priority)
                 default:
                     let newLimit = Int.random(in: 0...5, using: &random)
-                    #expect(machine.setLimit(newLimit) == reference.setLimit(newLimit), "seed \(seed)")
+                    let admitted = machine.setLimit(newLimit)
+                    #expect(admitted == reference.setLimit(newLimit), "seed \(seed)")
+                    if admitted.count > 1 && admitted != admitted.sorted() { reordered += 1 }
                 }
                 #expect(machine.ahead == Set(reference.ahead), "seed \(seed)")
                 #expect(machine.waitingCount == reference.waiting.count, "seed \(seed)")
             }
         }
-        print("DownloadAdmissionTests: \(steps) events checked")
+        print("DownloadAdmissionTests: \(steps) events checked, \(reordered) admissions out of asking order")
+        // Priorities must have reordered admissions, or the comparison proved nothing about them.
+        #expect(reordered > 10, "seed \(seed)")
     }
 
     @Test("a download whose fetch ended while it waited never starts, and no place stays taken")
@@ -159,6 +184,40 @@ struct DownloadAdmissionTests {
         rig.loader.releaseAll()
         #expect(await firstRecorder.waitForFinal()?.value != nil)
         #expect(rig.loader.requestCount(for: second) == 0)
+        #expect(await waitUntil { !rig.manager.isRunning })
+    }
+
+    @Test("waiting downloads start by priority, a raised priority included, and in asking order within one")
+    func waitingDownloadsStartByPriority() async throws {
+        let rig = Rig()
+        rig.manager.maxDownloadsAheadOfDecoding = 1
+        let names = ["first", "low", "normal", "high", "raised", "normal2"]
+        let urls = Dictionary(uniqueKeysWithValues: names.map { ($0, testURL("priority-\($0)")) })
+        for url in urls.values { rig.serve(url) }
+        rig.loader.hold()
+        let options: [String: ImageOptions] = [
+            "low": .lowPriority, "high": .highPriority, "raised": .lowPriority,
+        ]
+        var recorders: [DeliveryRecorder] = []
+        var operations: [String: ImageLoadOperation] = [:]
+        for name in names {
+            let recorder = DeliveryRecorder()
+            recorders.append(recorder)
+            operations[name] = rig.manager.loadImage(
+                with: urls[name]!, options: options[name] ?? [], context: rig.context(), completed: recorder.handler)
+            // One at a time, so the order they ask for a download in is the order of this list.
+            let waiting = operations.count - 1
+            #expect(
+                await waitUntil {
+                    rig.loader.requestCount == 1 && rig.manager.downloadAdmission.waitingCount == waiting
+                })
+        }
+        // A prefetch the caller now needs at once: it waits at high priority, after the high load that asked first.
+        operations["raised"]!.priority = .high
+        rig.loader.releaseAll()
+        for recorder in recorders { #expect(await recorder.waitForFinal()?.value != nil) }
+        let order = rig.loader.requests.map { request in names.first { urls[$0] == request.url } ?? "?" }
+        #expect(order == ["first", "high", "raised", "normal", "normal2", "low"])
         #expect(await waitUntil { !rig.manager.isRunning })
     }
 

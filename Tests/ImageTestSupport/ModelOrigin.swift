@@ -34,6 +34,8 @@ public final class ModelOrigin: ImageLoader, Sendable {
         var everFailed: [String: Set<Mode>] = [:]
         var answers: [Mode: Int] = [:]
         var changedETags = 0
+        /// When requests for a URL (and partition) arrived, in order.
+        var arrivals: [String: [Date]] = [:]
     }
 
     private let state = Locked(State())
@@ -61,6 +63,12 @@ public final class ModelOrigin: ImageLoader, Sendable {
     /// Requests that revalidated with an ETag the origin no longer serves (its bytes changed since they were
     /// cached).
     public var changedETags: Int { state.withLock { $0.changedETags } }
+
+    /// When the latest request for `url` and `partition` that arrived before `date` arrived: the earliest a
+    /// transfer that ended by `date` can have started (loads wait for a place before their request is sent).
+    public func latestRequest(for url: URL, partition: String?, before date: Date) -> Date? {
+        state.withLock { $0.arrivals[url.absoluteString + " " + (partition ?? "-")]?.last { $0 <= date } }
+    }
 
     /// The failing modes `url` answered with so far.
     public func failures(of url: URL) -> Set<Mode> { state.withLock { $0.everFailed[url.absoluteString] ?? [] } }
@@ -103,6 +111,7 @@ public final class ModelOrigin: ImageLoader, Sendable {
         let partition = context.cachePartitionKey
         let (version, mode) = state.withLock { state -> (Int, Mode) in
             state.requests += 1
+            state.arrivals[key + " " + (partition ?? "-"), default: []].append(Date())
             return (state.versions[key] ?? 0, state.modes[key] ?? .healthy)
         }
         let once = Locked<(@Sendable (Result<LoadedImageData, ImageError>) -> Void)?>(completion)

@@ -63,9 +63,9 @@ final class Batch: Sendable {
 CodersManager.shared.addCoder(JPEGCoder.shared)
 let cache = MemoryCache(configuration: MemoryCacheConfiguration(costLimit: cacheMB << 20))
 let manager = ImageManager(cache: cache, loader: HTTPLoader())
-// INFLIGHT_DOWNLOADS_AHEAD opts in to a bound on downloads ahead of the decoder (none by default).
-if let ahead = ProcessInfo.processInfo.environment["INFLIGHT_DOWNLOADS_AHEAD"].flatMap({ Int($0) }) {
-    manager.maxDownloadsAheadOfDecoding = ahead
+// INFLIGHT_DOWNLOADS_AHEAD changes the bound on downloads ahead of the decoder (default 64; `max` for none).
+if let ahead = ProcessInfo.processInfo.environment["INFLIGHT_DOWNLOADS_AHEAD"] {
+    manager.maxDownloadsAheadOfDecoding = ahead == "max" ? Int.max : Int(ahead) ?? manager.maxDownloadsAheadOfDecoding
 }
 let urls = (0..<loads).map { index in
     URL(
@@ -118,7 +118,9 @@ _ = mallocTrim(0)
 let trimmedKB = statusKB("VmRSS")
 let report: [String: Any] = [
     "end_rss_mb": Double(endKB) / 1024, "after_trim_rss_mb": Double(trimmedKB) / 1024,
-    "loads": loads, "failures": batch.failures.load(ordering: .relaxed),
+    "loads": loads,
+    "downloads_ahead": manager.maxDownloadsAheadOfDecoding == Int.max ? -1 : manager.maxDownloadsAheadOfDecoding,
+    "failures": batch.failures.load(ordering: .relaxed),
     "first_error": batch.firstError.withLock { $0 } ?? "",
     "cache_limit_mb": cacheMB, "cache_cost_mb": Double(cache.totalCost) / 1_048_576,
     "start_rss_mb": Double(startKB) / 1024, "peak_rss_mb": Double(peakKB) / 1024,

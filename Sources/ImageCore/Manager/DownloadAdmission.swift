@@ -7,30 +7,65 @@
 /// costs no throughput: when the network is the bottleneck nothing waits to be decoded and the bound is the
 /// loader's own concurrency or more; when decoding is, more bytes on hand would not decode any sooner.
 ///
+/// Waiting downloads start by priority (``ImageLoadPriority``: high, then normal, then low), and within a priority in
+/// the order they asked; a waiting download whose priority changes keeps its place in that order. So a burst of
+/// prefetches never holds back a user's load any longer than one place ahead takes to free up.
+///
 /// Invariants: `ahead ≤ limit` after every event except a lowered limit (then no start until it drops below);
-/// every id in `waiting` is started once or cancelled, never both; `finished` for an id not ahead changes nothing.
+/// every id in `waiting` is started once or withdrawn, never both; `finished` for an id not ahead changes nothing;
+/// a download starts at once only when nothing waits.
 struct DownloadAdmissionState<ID: Hashable & Sendable>: Sendable {
+    /// A waiting download: its id and the order it asked in.
+    private struct Waiting: Sendable {
+        let id: ID
+        let order: UInt64
+    }
+
     /// The most downloads ahead of the decoder; at least 1.
     private(set) var limit: Int
     /// Downloads admitted and not yet finished (decode started, failed or cancelled).
     private(set) var ahead: Set<ID> = []
-    /// Downloads waiting for admission, first come first served.
-    private(set) var waiting: [ID] = []
-    private var head = 0
+    /// Per priority (index: raw value), the downloads waiting for admission in the order they asked; `heads`
+    /// marks the first still waiting.
+    private var queues: [[Waiting]] = Array(repeating: [], count: ImageLoadPriority.allCases.count)
+    private var heads: [Int] = Array(repeating: 0, count: ImageLoadPriority.allCases.count)
+    /// The priority and order of each waiting download.
+    private var waiting: [ID: (priority: ImageLoadPriority, order: UInt64)] = [:]
+    private var nextOrder: UInt64 = 0
 
     init(limit: Int) { self.limit = max(1, limit) }
 
     /// Number of downloads waiting for admission.
-    var waitingCount: Int { waiting.count - head }
+    var waitingCount: Int { waiting.count }
 
-    /// A download asks to start: true when it may start now, else it waits.
-    mutating func request(_ id: ID) -> Bool {
-        if ahead.count < limit && waitingCount == 0 {
+    /// A download asks to start at `priority`: true when it may start now, else it waits.
+    mutating func request(_ id: ID, priority: ImageLoadPriority = .normal) -> Bool {
+        if ahead.count < limit && waiting.isEmpty {
             ahead.insert(id)
             return true
         }
-        waiting.append(id)
+        let order = nextOrder
+        nextOrder += 1
+        waiting[id] = (priority, order)
+        queues[priority.rawValue].append(Waiting(id: id, order: order))
         return false
+    }
+
+    /// A waiting download's priority changed; it keeps its place among the downloads that asked before and after
+    /// it. Nothing happens for a download that is not waiting.
+    mutating func reprioritize(_ id: ID, to priority: ImageLoadPriority) {
+        guard let entry = waiting[id], entry.priority != priority else { return }
+        remove(id, from: entry.priority)
+        waiting[id] = (priority, entry.order)
+        let queue = priority.rawValue
+        // Binary search for the place by order among the entries still waiting.
+        var low = heads[queue]
+        var high = queues[queue].count
+        while low < high {
+            let middle = (low + high) / 2
+            if queues[queue][middle].order < entry.order { low = middle + 1 } else { high = middle }
+        }
+        queues[queue].insert(Waiting(id: id, order: entry.order), at: low)
     }
 
     /// A download is no longer ahead of the decoder (its decode started, or it ended without one); returns the
@@ -42,8 +77,8 @@ struct DownloadAdmissionState<ID: Hashable & Sendable>: Sendable {
 
     /// A waiting download was cancelled before it started; true when it was still waiting.
     mutating func withdraw(_ id: ID) -> Bool {
-        guard let index = waiting[head...].firstIndex(of: id) else { return false }
-        waiting.remove(at: index)
+        guard let entry = waiting.removeValue(forKey: id) else { return false }
+        remove(id, from: entry.priority)
         return true
     }
 
@@ -53,17 +88,27 @@ struct DownloadAdmissionState<ID: Hashable & Sendable>: Sendable {
         return admitWaiting()
     }
 
+    private mutating func remove(_ id: ID, from priority: ImageLoadPriority) {
+        let queue = priority.rawValue
+        guard let index = queues[queue][heads[queue]...].firstIndex(where: { $0.id == id }) else { return }
+        queues[queue].remove(at: index)
+    }
+
     private mutating func admitWaiting() -> [ID] {
         var admitted: [ID] = []
-        while ahead.count < limit, head < waiting.count {
-            let id = waiting[head]
-            head += 1
-            ahead.insert(id)
-            admitted.append(id)
-        }
-        if head > 64 && head * 2 > waiting.count {
-            waiting.removeFirst(head)
-            head = 0
+        for queue in queues.indices.reversed() {
+            while ahead.count < limit, heads[queue] < queues[queue].count {
+                let id = queues[queue][heads[queue]].id
+                heads[queue] += 1
+                waiting[id] = nil
+                ahead.insert(id)
+                admitted.append(id)
+            }
+            // Drop the admitted prefix once it is most of the array, so the queue's memory follows what waits.
+            if heads[queue] > 64 && heads[queue] * 2 > queues[queue].count {
+                queues[queue].removeFirst(heads[queue])
+                heads[queue] = 0
+            }
         }
         return admitted
     }
@@ -97,15 +142,17 @@ final class DownloadAdmission: Sendable {
     /// Downloads admitted and not yet decoded.
     var aheadCount: Int { state.withLock { $0.machine.ahead.count } }
 
-    /// Returns the operation of a download that `start` begins once admitted (at once when it may start now).
+    /// Returns the operation of a download that `start` begins once admitted (at once when it may start now);
+    /// it waits at `priority` (the operation's ``AdmittedDownload/priority`` changes it later).
     /// `cancelledWhileWaiting` ends the fetch when the operation is cancelled before it started.
     func admit(
-        _ start: @escaping @Sendable () -> (any ImageOperation)?,
+        priority: ImageLoadPriority = .normal, _ start: @escaping @Sendable () -> (any ImageOperation)?,
         cancelledWhileWaiting: @escaping @Sendable () -> Void
     ) -> AdmittedDownload {
-        let download = AdmittedDownload(admission: self, start: start, cancelledWhileWaiting: cancelledWhileWaiting)
+        let download = AdmittedDownload(
+            admission: self, priority: priority, start: start, cancelledWhileWaiting: cancelledWhileWaiting)
         let now = state.withLock { state -> Bool in
-            let now = state.machine.request(ObjectIdentifier(download))
+            let now = state.machine.request(ObjectIdentifier(download), priority: priority)
             if !now { state.starts[ObjectIdentifier(download)] = download }
             return now
         }
@@ -116,6 +163,11 @@ final class DownloadAdmission: Sendable {
     /// `download` is no longer ahead of the decoder; starts what that admits.
     fileprivate func finished(_ download: AdmittedDownload) {
         startAll(state.withLock { $0.admit($0.machine.finished(ObjectIdentifier(download))) })
+    }
+
+    /// `download`, if it still waits, waits at `priority` now.
+    fileprivate func reprioritize(_ download: AdmittedDownload, to priority: ImageLoadPriority) {
+        state.withLock { $0.machine.reprioritize(ObjectIdentifier(download), to: priority) }
     }
 
     /// `download` was cancelled while waiting; true when it was still waiting (it never starts then).
@@ -155,11 +207,11 @@ final class AdmittedDownload: PrioritizableOperation {
     private let state: Locked<State>
 
     fileprivate init(
-        admission: DownloadAdmission, start: @escaping @Sendable () -> (any ImageOperation)?,
-        cancelledWhileWaiting: @escaping @Sendable () -> Void
+        admission: DownloadAdmission, priority: ImageLoadPriority,
+        start: @escaping @Sendable () -> (any ImageOperation)?, cancelledWhileWaiting: @escaping @Sendable () -> Void
     ) {
         self.admission = admission
-        state = Locked(State(start: start, cancelledWhileWaiting: cancelledWhileWaiting))
+        state = Locked(State(priority: priority, start: start, cancelledWhileWaiting: cancelledWhileWaiting))
     }
 
     var isCancelled: Bool {
@@ -169,11 +221,16 @@ final class AdmittedDownload: PrioritizableOperation {
     var priority: ImageLoadPriority {
         get { state.withLock { $0.priority } }
         set {
-            let running = state.withLock { state -> (any PrioritizableOperation)? in
+            let (running, waiting) = state.withLock { state -> ((any PrioritizableOperation)?, Bool) in
                 state.priority = newValue
-                if case .running(let operation) = state.phase { return operation as? any PrioritizableOperation }
-                return nil
+                switch state.phase {
+                case .running(let operation): return (operation as? any PrioritizableOperation, false)
+                case .waiting: return (nil, true)
+                case .starting, .cancelled: return (nil, false)
+                }
             }
+            // Racing its admission, the change reaches either the queue or (through `begin`) the loader.
+            if waiting { admission.reprioritize(self, to: newValue) }
             running?.priority = newValue
         }
     }

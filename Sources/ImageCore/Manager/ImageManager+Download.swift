@@ -48,6 +48,7 @@ extension ImageManager {
             }
             let loaderContext = requestContext
             let download = self.downloadAdmission.admit(
+                priority: ImageLoadPriority(options: plan.options),
                 {
                     plan.loader.requestImage(
                         with: url, options: plan.options, context: loaderContext,

@@ -149,19 +149,23 @@ public final class ImageManager: Sendable {
     /// Admits downloads while fewer than ``maxDownloadsAheadOfDecoding`` are ahead of the decoder.
     let downloadAdmission = DownloadAdmission(limit: ImageManager.defaultMaxDownloadsAheadOfDecoding)
 
-    /// The default of ``maxDownloadsAheadOfDecoding``: no bound (`Int.max`).
-    public static let defaultMaxDownloadsAheadOfDecoding = Int.max
+    /// The default of ``maxDownloadsAheadOfDecoding``: 64.
+    public static let defaultMaxDownloadsAheadOfDecoding = 64
 
     /// The most downloads this manager keeps ahead of its decoder: started (in flight, or finished with their
-    /// bytes waiting for a decode thread) and not yet decoded. Further downloads wait to start, first come first
-    /// served; cancelling one that waits ends its load at once. No bound by default.
+    /// bytes waiting for a decode thread) and not yet decoded. Further downloads wait to start, by priority and
+    /// then first come first served; cancelling one that waits ends its load at once. `Int.max` turns it off.
     ///
     /// A burst of loads finishes downloading far faster than a few threads decode, and every finished download
-    /// holds its bytes until its decode starts; a bound (64 is a good start: it costs no throughput while it is at
-    /// least the loader's own concurrency) keeps that memory in check (1,000 concurrent loads of 2 MP photos:
-    /// Benchmarks/RESULTS.md, issue 23 item 7). Opt-in because the time a load waits here is not counted by a
-    /// loader's own deadline (``HTTPLoader``'s request timeout starts when the loader gets the request): with a
-    /// bound, a load can outlive its deadline by its wait. Changing it applies at once.
+    /// holds its bytes until its decode starts: without a bound, a crawler's 100,000 queued URLs would hold
+    /// 100,000 bodies (1,000 concurrent loads of 2 MP photos: Benchmarks/RESULTS.md, issue 23 item 7). The
+    /// default costs no throughput while it is at least the loader's own concurrency plus the decode threads
+    /// (``HTTPLoader`` runs 6 transfers at once by default): raise it with the loader's concurrency.
+    ///
+    /// Time spent waiting here is waiting for a place, like the time a download waits in its loader's own queue:
+    /// a loader's transfer deadline (``HTTPLoader``'s `maximumTransferDuration`) starts when the loader gets the
+    /// request, not when the load began. A load that must end by a given time cancels itself then. Changing the
+    /// bound applies at once.
     public var maxDownloadsAheadOfDecoding: Int {
         get { downloadAdmission.limit }
         set { downloadAdmission.limit = newValue }
