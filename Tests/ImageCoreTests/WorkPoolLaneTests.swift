@@ -1,5 +1,5 @@
 import Foundation
-import ImageCore
+@testable import ImageCore
 import ImageTestSupport
 import Testing
 
@@ -13,6 +13,25 @@ import Testing
             while !gate.value { usleep(200) }
             running.withLock { $0 -= 1 }
         }
+    }
+
+    @Test("a pool thread carries the pool's label in the kernel (what profilers show), not its spawner's name")
+    func poolThreadsAreNamedAfterThePool() async {
+        let pool = WorkPool(label: "named-pool-label-longer-than-15", maxConcurrent: 1)
+        let name = Locked<String?>(nil)
+        // Spawned from a thread with another name, as an event loop spawns pool threads.
+        @Sendable func kernelName() -> String? {
+            (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8))?
+                .trimmingCharacters(in: .newlines)
+        }
+        let spawner = Thread {
+            WorkPool.nameCurrentThread("spawner-thread")
+            #expect(kernelName() == "spawner-thread")
+            pool.submit { name.withLock { $0 = kernelName() } }
+        }
+        spawner.start()
+        #expect(await waitUntil { name.value != nil })
+        #expect(name.value == "named-pool-labe")
     }
 
     @Test func aNormalJobSubmittedAfterBackgroundOnesRunsFirst() async {

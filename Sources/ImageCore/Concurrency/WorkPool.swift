@@ -106,7 +106,20 @@ public final class WorkPool: @unchecked Sendable {
             || (background.count > 0 && runningBackground < maxBackgroundConcurrent)
     }
 
+    /// Names the calling thread in the kernel (`/proc/thread-self/comm`, Linux 3.17+); does nothing elsewhere.
+    static func nameCurrentThread(_ name: String) {
+        let fd = open("/proc/thread-self/comm", O_WRONLY)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        let bytes = Array(name.utf8.prefix(15))
+        _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+    }
+
     private func workerLoop() {
+        // `Thread.name` does not reach the kernel before the thread runs on Linux, and a thread otherwise keeps
+        // the name of the one that spawned it (often an event loop's): profilers then charge decodes to the
+        // event loop. The kernel keeps at most 15 bytes (glibc's `pthread_setname_np` is not in Swift's Glibc).
+        Self.nameCurrentThread(label)
         while true {
             condition.lock()
             while !hasRunnableJob {
