@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The disk-hit and store rows of issue 23 (items 3, 4) over five passes (item 8): each pass runs the SDK rows and
-# their baselines of CacheBenchmarks in the same benchmark process run, each pass gives one ratio per row (SDK
-# median ÷ baseline median, wall and CPU), and the table shows the median and the worst pass.
+# The memory-hit, disk-hit and store rows of issue 23 (items 2, 3, 4) over five passes (item 8): each pass runs the
+# SDK rows and their baselines of CoreBenchmarks (memory hits) and CacheBenchmarks (disk) in the same benchmark
+# process run, each pass gives one ratio per row (SDK median ÷ baseline median, wall and CPU), and the table shows
+# the median and the worst pass.
 #
 #   Benchmarks/cache-passes.sh [passes]   default 5; writes .build/bench-cache-passes/summary.json and prints the
 #                                         rows; run.sh calls it and puts the rows in RESULTS.md
@@ -15,6 +16,7 @@ SWIFT="${SWIFT:-swift}"
 PASSES="${1:-5}"
 OUT="$HERE/.build/bench-cache-passes"
 FILTER='^Cache_(diskHit_50KB_(DiskCache|rawOpenRead)|store_50KB_.*)$'
+CORE_FILTER='^Core_memoryHit_.*$'
 rm -rf "$OUT"
 mkdir -p "$OUT"
 LOAD_START="$(cut -d' ' -f1-3 /proc/loadavg)"
@@ -25,6 +27,12 @@ for pass in $(seq 1 "$PASSES"); do
         --format histogramPercentiles --path "$OUT/pass-$pass" --no-progress >"$OUT/pass-$pass.log" 2>&1 || {
         echo "pass $pass failed; its log:" >&2
         tail -30 "$OUT/pass-$pass.log" >&2
+        exit 1
+    }
+    "$SWIFT" package --allow-writing-to-package-directory benchmark --target CoreBenchmarks --filter "$CORE_FILTER" \
+        --format histogramPercentiles --path "$OUT/pass-$pass" --no-progress >"$OUT/pass-$pass-core.log" 2>&1 || {
+        echo "pass $pass (memory hits) failed; its log:" >&2
+        tail -30 "$OUT/pass-$pass-core.log" >&2
         exit 1
     }
 done
@@ -52,7 +60,13 @@ def read_pass(directory):
 runs = [read_pass(os.path.join(out, f"pass-{k}")) for k in range(1, passes + 1)]
 writers = sorted({int(m.group(1)) for run in runs for n in run
                   for m in [re.match(r"Cache_store_50KB_(\d+)writers_DiskCache", n)] if m})
-rows = [("disk hit 50 KB: `DiskCache.entry` vs raw open+read of the same file", "3",
+rows = [("memory hit: `loadImage` (callback) vs bare `MemoryCache` lookup, per load", "2",
+         "Core_memoryHit_managerLoadImage", "Core_memoryHit_bareMemoryCache", 5.0),
+        ("memory hit: `async loadImage` vs bare lookup, per load", "2",
+         "Core_memoryHit_managerLoadImageAsync", "Core_memoryHit_bareMemoryCache", 5.0),
+        ("memory hit with a `ResizeTransformer` in the context vs bare lookup of its key, per load", "2",
+         "Core_memoryHit_managerLoadImageTransformer", "Core_memoryHit_bareMemoryCacheTransformedKey", 5.0),
+        ("disk hit 50 KB: `DiskCache.entry` vs raw open+read of the same file", "3",
          "Cache_diskHit_50KB_DiskCache", "Cache_diskHit_50KB_rawOpenRead", 1.2)]
 for w in writers:
     rows.append((f"store 50 KB, {w} writer thread(s): `DiskCache.storeData` (temp + rename) vs raw write+rename, same threads",
@@ -83,7 +97,7 @@ json.dump(summary, open(os.path.join(out, "summary.json"), "w"), indent=1)
 
 def fmt(ns):
     return f"{ns/1e3:.2f} µs" if ns < 1e6 else f"{ns/1e6:.2f} ms"
-print(f"Cache rows over {passes} passes (load average {load_start} before, {load_end} after):")
+print(f"Memory-hit, disk-hit and store rows over {passes} passes (load average {load_start} before, {load_end} after):")
 for r in summary["rows"]:
     if not r["passes"]:
         print(f"- {r['what']}: n/a"); continue
