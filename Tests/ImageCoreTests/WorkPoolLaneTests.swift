@@ -1,7 +1,8 @@
 import Foundation
-@testable import ImageCore
 import ImageTestSupport
 import Testing
+
+@testable import ImageCore
 
 /// The work pool's two lanes: a backlog of cache encodes (background) must never make a decode a caller waits
 /// for (normal) queue behind it.
