@@ -49,7 +49,7 @@ struct LoadLookup {
     // Inlined into its one caller, so the value is built in place rather than copied out of the initializer.
     @inline(__always)
     init(
-        url: URL, absoluteString: String, schemeEnd: Int?, options: ImageOptions, context: ImageContext,
+        url: URL, absoluteString: consuming String, schemeEnd: Int?, options: ImageOptions, context: ImageContext,
         manager: ImageManager
     ) {
         // Everything into locals first, then each field assigned once: an initializer that reads a field it just
