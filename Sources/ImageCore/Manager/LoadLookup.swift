@@ -88,14 +88,24 @@ struct LoadLookup {
         queryCacheType = levels
     }
 
-    /// Asks the load's cache (the context's, else the manager's) on this thread; see
-    /// ``ImageCacheProtocol/queryImageSync(forKey:options:context:cacheType:)``.
-    func queryImageSync(forKey key: String, context: ImageContext, manager: ImageManager) -> SyncCacheQueryResult {
+    /// Asks the load's cache (the context's, else the manager's) for ``cacheKey`` on this thread; see
+    /// ``ImageCacheProtocol/queryImageSync(forKey:options:context:cacheType:)``. (The key is read here, not passed
+    /// in: an argument read from the caller's `inout` lookup is copied, a reference count each way.)
+    func queryImageSync(context: ImageContext, manager: ImageManager) -> SyncCacheQueryResult {
         if context.hasValue(.imageCache), let cache = context.imageCache {
-            return cache.queryImageSync(forKey: key, options: options, context: context, cacheType: queryCacheType)
+            return cache.queryImageSync(
+                forKey: cacheKey, options: options, context: context, cacheType: queryCacheType)
         }
         return manager.strategies.queryImageSync(
-            forKey: key, options: options, context: context, cacheType: queryCacheType)
+            forKey: cacheKey, options: options, context: context, cacheType: queryCacheType)
+    }
+
+    /// True when ``deliverable(fromCached:)`` would return `image` itself: the standard decode options, and no
+    /// transformed animation a load without ``ImageOptions/transformAnimatedImage`` can't use. What a memory hit
+    /// asks, so it delivers the cache's reference as it is instead of a copy.
+    @inline(__always)
+    func deliversAsCached(_ image: Image) -> Bool {
+        customDecode == nil && !(isTransformed && image.isAnimated && !options.contains(.transformAnimatedImage))
     }
 
     /// ``deliverable(fromCached:transformed:options:decodeOptions:)`` for this load.
