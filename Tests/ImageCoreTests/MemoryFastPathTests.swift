@@ -159,6 +159,27 @@ import Testing
         #expect(rig.loader.requestCount == 0)
     }
 
+    @Test func theTransformerPartFollowsTheContextThroughCopiesAndChanges() throws {
+        let rig = Rig()
+        let url = URL(string: "https://h/a.png")!
+        rig.manager.transformer = TestTransformer(width: 2, height: 2)
+        #expect(rig.manager.cacheKey(for: url) == "https://h/a.png transform(test-resize(2x2)) .png")
+        var first = ImageContext()
+        first.imageTransformer = TestTransformer(width: 3, height: 3)
+        var second = first
+        second.imageTransformer = TestTransformer(width: 4, height: 4)
+        var none = second
+        none.setExplicitNone(.imageTransformer)
+        #expect(rig.manager.cacheKey(for: url, context: first) == "https://h/a.png transform(test-resize(3x3)) .png")
+        #expect(rig.manager.cacheKey(for: url, context: second) == "https://h/a.png transform(test-resize(4x4)) .png")
+        #expect(rig.manager.cacheKey(for: url, context: none) == "https://h/a.png")
+        let image = try Self.image(4)
+        rig.cache.seedMemory(image, forKey: "https://h/a.png transform(test-resize(4x4)) .png")
+        let recorder = DeliveryRecorder()
+        rig.manager.loadImage(with: url, context: second, completed: recorder.handler)
+        #expect(try #require(recorder.final).get().image === image)
+    }
+
     @Test func aLoadWithoutAContextOrAURLTakesTheSamePaths() throws {
         let rig = Rig()
         let url = testURL()

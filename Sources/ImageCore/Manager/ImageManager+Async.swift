@@ -34,7 +34,7 @@ extension ImageManager {
         ) { url, context, lookup in
             // A memory hit is the answer already: no continuation, no suspension, no cancellation handler.
             var hit: ImageResult?
-            guard let memory = queryMemory(url, lookup, context: context, hit: { hit = $0 }), hit == nil else {
+            guard let memory = queryMemory(url, &lookup, context: context, hit: { hit = $0 }), hit == nil else {
                 return .finished(hit.map { .success($0) } ?? .failure(.cancelled()))
             }
             return .load(url, lookup, context, memory)

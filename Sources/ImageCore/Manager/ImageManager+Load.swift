@@ -48,7 +48,7 @@ extension ImageManager {
             url, options: options, context: context, failed: { error in failedOperation(error, context, completed) }
         ) { url, context, lookup in
             var hit: ImageLoadOperation?
-            let memory = queryMemory(url, lookup, context: context) { result in
+            let memory = queryMemory(url, &lookup, context: context) { result in
                 hit = ImageLoadOperation.completed(
                     url: url, result: result, callbackQueue: context.callbackQueue ?? .current, completion: completed)
             }
@@ -168,10 +168,11 @@ extension ImageManager {
     }
 
     /// The memory fast path: asks the cache on this thread when the load's options let a memory hit end the load
-    /// (no revalidation, no bytes wanted, cache not skipped). A deliverable hit goes to `hit` and returns nil.
+    /// (no revalidation, no bytes wanted, cache not skipped). A deliverable hit goes to `hit` and returns nil; it
+    /// takes the lookup's key for its result (the lookup is not used after a hit).
     @inline(__always)
     func queryMemory(
-        _ url: URL, _ lookup: LoadLookup, context: ImageContext, hit: (consuming ImageResult) -> Void
+        _ url: URL, _ lookup: inout LoadLookup, context: ImageContext, hit: (consuming ImageResult) -> Void
     ) -> MemoryAnswer? {
         guard lookup.hasKey, lookup.queryCacheType.contains(.memory),
             lookup.options.isDisjoint(with: [.fromLoaderOnly, .refreshCached, .queryMemoryData])
@@ -186,14 +187,14 @@ extension ImageManager {
                 hit(
                     ImageResult(
                         image: consume cached, data: found.data, cacheType: found.cacheType, url: url,
-                        cacheKey: lookup.cacheKey))
+                        cacheKey: lookup.takeKey()))
                 return nil
             }
             guard let image = lookup.deliverable(fromCached: cached) else { return .query }
             hit(
                 ImageResult(
                     image: image, data: image === cached ? found.data : nil, cacheType: found.cacheType, url: url,
-                    cacheKey: lookup.cacheKey))
+                    cacheKey: lookup.takeKey()))
             return nil
         case .miss: return .miss
         case .needsAsyncQuery: return .query

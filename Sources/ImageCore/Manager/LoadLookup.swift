@@ -25,8 +25,8 @@ struct LoadLookup {
     /// True when the load has a cache key.
     let hasKey: Bool
     /// The cache key when `hasKey`, else empty. (A plain `String`: the optimizer copies a `String?` through the
-    /// runtime's generic value witnesses.)
-    let cacheKey: String
+    /// runtime's generic value witnesses.) Emptied by ``takeKey()`` when a memory hit ends the load.
+    private(set) var cacheKey: String
     /// True when a thumbnail, orientation, transformer or partition part was appended to the base (the original
     /// key, built only on a miss, then differs from `key`).
     private let hasParts: Bool
@@ -98,6 +98,14 @@ struct LoadLookup {
         }
         return manager.strategies.queryImageSync(
             forKey: cacheKey, options: options, context: context, cacheType: queryCacheType)
+    }
+
+    /// The cache key, moved out (the lookup's is left empty): the key a memory hit hands to its result, without a
+    /// retain for the result and a release for the lookup.
+    mutating func takeKey() -> String {
+        var key = ""
+        swap(&key, &cacheKey)
+        return key
     }
 
     /// True when ``deliverable(fromCached:)`` would return `image` itself: the standard decode options, and no

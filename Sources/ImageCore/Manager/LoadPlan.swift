@@ -183,15 +183,18 @@ final class LoadPlan: Sendable {
             return Keys(key: key, hasParts: !parts.isEmpty)
         }
         if box == nil, !partitioned {
-            // The common plain load: no part, so both keys are the absolute string (escaped, should it need it).
-            guard context.hasValue(.imageTransformer), let transformer = context.imageTransformerKeyPart else {
-                return Keys(key: CacheKeys.key(plainBase: absoluteString), hasParts: false)
-            }
+            let base = absoluteString
             // A transformer and nothing else (every load of a thumbnail service): its part is copied in as it is.
-            let key = CacheKeys.key(
-                base: absoluteString, url: url, absoluteString: absoluteString, schemeEnd: schemeEnd,
-                transformer: transformer)
-            return Keys(key: key, hasParts: true)
+            if context.hasValue(.imageTransformer),
+                let key = context.withImageTransformerKeyPart({ transformer in
+                    CacheKeys.key(
+                        base: base, url: url, absoluteString: base, schemeEnd: schemeEnd, transformer: transformer)
+                })
+            {
+                return Keys(key: key, hasParts: true)
+            }
+            // The common plain load: no part, so both keys are the absolute string (escaped, should it need it).
+            return Keys(key: CacheKeys.key(plainBase: base), hasParts: false)
         }
         let parts = keyParts(context: context, decodeOptions: box, partitioned: partitioned)
         let key = CacheKeys.key(
