@@ -57,6 +57,26 @@ import Testing
         }
     }
 
+    @Test("the builders for a plain load and a transformer-only load match the reference")
+    func fastBuildersMatchTheReference() async {
+        let urls = ["https://h/a.PNG", "https://h/dir/", "https://h/a.png?x=1#f", "https://h/long.extension", "data:x"]
+        await propertyCheck(count: 300, input: Gen.int(in: 0...Int.max)) { seed in
+            var random = SplitMix64(seed: UInt64(seed))
+            let base = Self.text(&random)
+            let url = URL(string: urls.randomElement(using: &random)!)!
+            let transformerKey = Self.text(&random)
+            let expected = Self.referenceKey(
+                base: base, url: url, partition: nil, thumbnail: nil, rawOrientation: false,
+                transformerKey: transformerKey)
+            let schemeEnd = URLScan.plainSchemeEnd(url, absoluteString: url.absoluteString)
+            let built = CacheKeys.key(
+                base: base, url: url, absoluteString: url.absoluteString, schemeEnd: schemeEnd,
+                transformer: TransformerKeyPart(key: transformerKey))
+            #expect(built == expected, "seed \(seed)")
+            #expect(CacheKeys.key(plainBase: base) == Self.referenceEscaped(base), "seed \(seed)")
+        }
+    }
+
     @Test("a load's key matches the reference format: filter output, partition, thumbnail, orientation, transformer")
     func keysMatchTheReference() async throws {
         let manager = ImageManager(cache: CachesManager(), loader: LoadersManager())

@@ -139,6 +139,64 @@ import Testing
         #expect(try #require(plain.final).get().image.width == 4)
     }
 
+    @Test func aTransformedHitDeliversTheCachedImageUnderTheTransformedKey() async throws {
+        let rig = Rig()
+        let url = URL(string: "test://host/dir/thumb.JPG?size=2")!
+        var context = ImageContext()
+        context.imageTransformer = TestTransformer(width: 3, height: 3)
+        let key = try #require(rig.manager.cacheKey(for: url, context: context))
+        #expect(key == "test://host/dir/thumb.JPG?size=2 transform(test-resize(3x3)) .jpg")
+        let image = try Self.image(3)
+        rig.cache.seedMemory(image, forKey: key)
+        let recorder = DeliveryRecorder()
+        let operation = rig.manager.loadImage(with: url, context: context, completed: recorder.handler)
+        let result = try #require(recorder.final, "completed before loadImage returned").get()
+        #expect(result.image === image && result.cacheKey == key && result.url == url && result.cacheType == .memory)
+        #expect(operation.isFinished && operation.url == url && recorder.all.count == 1)
+        let viaAsync = try await rig.manager.loadImage(with: url, context: context)
+        #expect(viaAsync.image === image && viaAsync.cacheKey == key)
+        #expect(rig.cache.calls == [.query(key: key, cacheType: .all), .query(key: key, cacheType: .all)])
+        #expect(rig.loader.requestCount == 0)
+    }
+
+    @Test func theTransformerPartFollowsTheContextThroughCopiesAndChanges() throws {
+        let rig = Rig()
+        let url = URL(string: "https://h/a.png")!
+        rig.manager.transformer = TestTransformer(width: 2, height: 2)
+        #expect(rig.manager.cacheKey(for: url) == "https://h/a.png transform(test-resize(2x2)) .png")
+        var first = ImageContext()
+        first.imageTransformer = TestTransformer(width: 3, height: 3)
+        var second = first
+        second.imageTransformer = TestTransformer(width: 4, height: 4)
+        var none = second
+        none.setExplicitNone(.imageTransformer)
+        #expect(rig.manager.cacheKey(for: url, context: first) == "https://h/a.png transform(test-resize(3x3)) .png")
+        #expect(rig.manager.cacheKey(for: url, context: second) == "https://h/a.png transform(test-resize(4x4)) .png")
+        #expect(rig.manager.cacheKey(for: url, context: none) == "https://h/a.png")
+        let image = try Self.image(4)
+        rig.cache.seedMemory(image, forKey: "https://h/a.png transform(test-resize(4x4)) .png")
+        let recorder = DeliveryRecorder()
+        rig.manager.loadImage(with: url, context: second, completed: recorder.handler)
+        #expect(try #require(recorder.final).get().image === image)
+    }
+
+    @Test func aLoadWithoutAContextOrAURLTakesTheSamePaths() throws {
+        let rig = Rig()
+        let url = testURL()
+        let image = try Self.image(4)
+        rig.cache.seedMemory(image, forKey: url.absoluteString)
+        let hit = DeliveryRecorder()
+        rig.manager.loadImage(with: url, context: nil, completed: hit.handler)
+        #expect(try #require(hit.final).get().image === image)
+        let invalid = DeliveryRecorder()
+        let operation = rig.manager.loadImage(with: nil, context: rig.context(), completed: invalid.handler)
+        guard case .failure(let error) = try #require(invalid.final) else {
+            Issue.record("a nil URL delivered an image")
+            return
+        }
+        #expect(error.code == .invalidURL && operation.url == nil && operation.isFinished)
+    }
+
     @Test func theTransformerKeyIsReadOnceWhenStored() {
         let transformer = CountingKeyTransformer()
         var context = ImageContext()

@@ -50,14 +50,19 @@ enum CacheKeys {
         "\(size.width)x\(size.height),\(fill ? "fill" : "fit")\(scaleUp ? ",up" : "")"
     }
 
+    /// The key of a load with no part: `base` itself when it needs no escape (a URL's absolute string never does),
+    /// handed back without a copy.
+    static func key(plainBase base: consuming String) -> String {
+        let length = escapedLength(base)
+        return length == base.utf8.count ? base : escaped(base, length: length)
+    }
+
     /// The key for `base` and `parts`, with `url`'s short extension last when a part was added.
     ///
     /// Written in one pass into a buffer of the exact size: one allocation, no appends.
     static func key(base: String, url: URL, absoluteString: String, schemeEnd: Int? = nil, parts: Parts) -> String {
+        guard !parts.isEmpty else { return key(plainBase: base) }
         let baseLength = escapedLength(base)
-        guard !parts.isEmpty else {
-            return baseLength == base.utf8.count ? base : escaped(base, length: baseLength)
-        }
         // Every field read once into a local: the closure below then copies no optional out of `parts`.
         let partition = parts.partition
         let thumbnail = parts.thumbnail.map { thumbnailValue($0, fill: parts.fill, scaleUp: parts.scaleUp) }
@@ -82,6 +87,24 @@ enum CacheKeys {
             if firstFrame { writer.writePart("frames", "first") }
             if decode != nil { writer.writePart("decode", decode) }
             writer.writeVerbatim(transformPart)
+            if let ext { writer.writeExtension(ext) }
+            return writer.offset
+        }
+    }
+
+    /// The key for `base` whose only part is `transformer`'s: what ``key(base:url:absoluteString:schemeEnd:parts:)``
+    /// makes for `Parts(transformer: transformer)`, without gathering the other parts (none apply) or copying the
+    /// transformer's part out of it (each copy a reference count taken and dropped).
+    static func key(
+        base: String, url: URL, absoluteString: String, schemeEnd: Int?, transformer: TransformerKeyPart
+    ) -> String {
+        let baseLength = escapedLength(base)
+        let ext = URLScan.shortExtension(of: url, absoluteString: absoluteString, schemeEnd: schemeEnd)
+        let length = baseLength + transformer.part.utf8.count + (ext.map { 2 + $0.count } ?? 0)
+        return String(unsafeUninitializedCapacity: length) { buffer in
+            var writer = Writer(buffer: buffer)
+            if baseLength == base.utf8.count { writer.writeVerbatim(base) } else { writer.writeEscaped(base) }
+            writer.writeVerbatim(transformer.part)
             if let ext { writer.writeExtension(ext) }
             return writer.offset
         }

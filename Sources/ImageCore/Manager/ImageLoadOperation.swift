@@ -77,15 +77,19 @@ public final class ImageLoadOperation: PrioritizableOperation {
     /// An operation created finished, for a result known before the operation exists (a memory hit): it has no
     /// other delivery to order against and nobody else holds it yet, so the result goes straight to `completion`
     /// (on the callback queue), with no lock and no queue.
+    ///
+    /// `result` is consumed: it becomes the delivered `Result` as it is, not a copy of each of its references.
     static func completed(
-        url: URL, result: ImageResult, callbackQueue: CallbackQueue, completion: @escaping ImageCompletionHandler
+        url: URL, result: consuming ImageResult, callbackQueue: CallbackQueue,
+        completion: @escaping ImageCompletionHandler
     ) -> ImageLoadOperation {
         let operation = ImageLoadOperation(
             url: url, callbackQueue: callbackQueue, completion: completion, finished: true)
+        let delivered = Result<ImageResult, ImageError>.success(result)
         if case .current = callbackQueue.kind {
-            completion(.success(result))
+            completion(delivered)
         } else {
-            callbackQueue.execute { completion(.success(result)) }
+            callbackQueue.execute { completion(delivered) }
         }
         return operation
     }

@@ -28,12 +28,13 @@ extension ImageManager {
     public func loadImage(
         with url: URL?, options: ImageOptions = [], context: ImageContext? = nil
     ) async throws(ImageError) -> ImageResult {
+        guard let url else { throw .invalidURL("nil URL") }
         let step: AsyncLoadStep = prepareLoad(
-            url, options: options, context: context, failed: { .finished(.failure($0)) }
+            url, options: options, context: context ?? ImageContext(), failed: { .finished(.failure($0)) }
         ) { url, context, lookup in
             // A memory hit is the answer already: no continuation, no suspension, no cancellation handler.
             var hit: ImageResult?
-            guard let memory = queryMemory(url, lookup, context: context, hit: { hit = $0 }), hit == nil else {
+            guard let memory = queryMemory(url, &lookup, context: context, hit: { hit = $0 }), hit == nil else {
                 return .finished(hit.map { .success($0) } ?? .failure(.cancelled()))
             }
             return .load(url, lookup, context, memory)

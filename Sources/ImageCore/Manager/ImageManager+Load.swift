@@ -21,12 +21,34 @@ extension ImageManager {
         with url: URL?, options: ImageOptions = [], context: ImageContext? = nil,
         progress: ImageProgressHandler? = nil, completed: @escaping ImageCompletionHandler
     ) -> ImageLoadOperation {
+        // Unwrapped in the arguments, not into bindings: a binding is a copy of its own (a retain and a release).
+        guard url != nil else {
+            return failedOperation(.invalidURL("nil URL"), context ?? ImageContext(), completed)
+        }
+        guard context != nil else {
+            return load(
+                url.unsafelyUnwrapped, options: options, context: ImageContext(), progress: progress,
+                completed: completed)
+        }
+        return load(
+            url.unsafelyUnwrapped, options: options, context: context.unsafelyUnwrapped, progress: progress,
+            completed: completed)
+    }
+
+    /// ``loadImage(with:options:context:progress:completed:)`` once the URL and the context are unwrapped.
+    ///
+    /// A call of its own (never inlined): both arrive borrowed, so no step of the load copies them, while the
+    /// values bound by unwrapping them inside one function were copied, a retain and a release each.
+    @inline(never)
+    private func load(
+        _ url: URL, options: ImageOptions, context: ImageContext, progress: ImageProgressHandler?,
+        completed: @escaping ImageCompletionHandler
+    ) -> ImageLoadOperation {
         prepareLoad(
-            url, options: options, context: context,
-            failed: { error in failedOperation(error, context ?? ImageContext(), completed) }
+            url, options: options, context: context, failed: { error in failedOperation(error, context, completed) }
         ) { url, context, lookup in
             var hit: ImageLoadOperation?
-            let memory = queryMemory(url, lookup, context: context) { result in
+            let memory = queryMemory(url, &lookup, context: context) { result in
                 hit = ImageLoadOperation.completed(
                     url: url, result: result, callbackQueue: context.callbackQueue ?? .current, completion: completed)
             }
@@ -43,10 +65,9 @@ extension ImageManager {
     /// Inlined with its closures, so nothing it resolves is copied into a value of its own on the way.
     @inline(__always)
     func prepareLoad<R>(
-        _ url: URL?, options: ImageOptions, context: ImageContext?, failed: (ImageError) -> R,
+        _ url: URL, options: ImageOptions, context: ImageContext, failed: (ImageError) -> R,
         prepared: (URL, ImageContext, inout LoadLookup) -> R
     ) -> R {
-        guard let url else { return failed(.invalidURL("nil URL")) }
         let absoluteString = url.absoluteString
         // The scheme's end, found once: the key builder's extension scan starts after it.
         let schemeEnd = URLScan.plainSchemeEnd(url, absoluteString: absoluteString)
@@ -56,22 +77,28 @@ extension ImageManager {
         if !options.contains(.retryFailed) && isFailedURL(url) {
             return failed(ImageError(.blockedURL, stage: .request, message: absoluteString))
         }
-        var effectiveOptions = options
-        var effectiveContext = context ?? ImageContext()
-        if let settings = loadSettingsIfAny {
-            effectiveContext.layer(settings.contextDefaults)
-            if settings.hasOptionsProcessor, let processor = settings.optionsProcessor {
-                let processed = processor.processedResult(
-                    for: url, options: effectiveOptions, context: effectiveContext)
-                effectiveOptions = processed.options
-                effectiveContext = processed.context
-            }
-        }
         // Handed on in place (`inout`): a value passed by copy was copied field by field, a reference count each.
-        var lookup = LoadLookup(
-            url: url, absoluteString: absoluteString, schemeEnd: schemeEnd, options: effectiveOptions,
-            context: effectiveContext, manager: self)
-        return prepared(url, effectiveContext, &lookup)
+        @inline(__always)
+        func resolve(_ options: ImageOptions, _ context: ImageContext, _ absoluteString: consuming String) -> R {
+            var lookup = LoadLookup(
+                url: url, absoluteString: absoluteString, schemeEnd: schemeEnd, options: options, context: context,
+                manager: self)
+            return prepared(url, context, &lookup)
+        }
+        guard let settings = loadSettingsIfAny else {
+            // No manager defaults and no options processor (most managers): the caller's context is the effective
+            // one, borrowed as it is (a copy into a variable would retain its storage, and release it after).
+            return resolve(options, context, absoluteString)
+        }
+        var effectiveOptions = options
+        var effectiveContext = context
+        effectiveContext.layer(settings.contextDefaults)
+        if settings.hasOptionsProcessor, let processor = settings.optionsProcessor {
+            let processed = processor.processedResult(for: url, options: effectiveOptions, context: effectiveContext)
+            effectiveOptions = processed.options
+            effectiveContext = processed.context
+        }
+        return resolve(effectiveOptions, effectiveContext, absoluteString)
     }
 
     /// Runs a prepared load that the memory fast path did not end: builds its plan and operation, then asks the
@@ -141,23 +168,33 @@ extension ImageManager {
     }
 
     /// The memory fast path: asks the cache on this thread when the load's options let a memory hit end the load
-    /// (no revalidation, no bytes wanted, cache not skipped). A deliverable hit goes to `hit` and returns nil.
+    /// (no revalidation, no bytes wanted, cache not skipped). A deliverable hit goes to `hit` and returns nil; it
+    /// takes the lookup's key for its result (the lookup is not used after a hit).
     @inline(__always)
     func queryMemory(
-        _ url: URL, _ lookup: LoadLookup, context: ImageContext, hit: (ImageResult) -> Void
+        _ url: URL, _ lookup: inout LoadLookup, context: ImageContext, hit: (consuming ImageResult) -> Void
     ) -> MemoryAnswer? {
         guard lookup.hasKey, lookup.queryCacheType.contains(.memory),
             lookup.options.isDisjoint(with: [.fromLoaderOnly, .refreshCached, .queryMemoryData])
         else { return .query }
-        switch lookup.queryImageSync(forKey: lookup.cacheKey, context: context, manager: self) {
-        case .hit(let found):
-            guard let cached = found.image,
-                let image = lookup.deliverable(fromCached: cached)
-            else { return .query }
+        switch lookup.queryImageSync(context: context, manager: self) {
+        case .hit(var found):
+            // Taken out of the result, not copied, and the result handed on consumed: from the cache's lookup to
+            // the completion, a hit's image, URL and key are retained once each (every copy on the way was a
+            // retain and a release).
+            guard let cached = found.image.take() else { return .query }
+            if lookup.deliversAsCached(cached) {
+                hit(
+                    ImageResult(
+                        image: consume cached, data: found.data, cacheType: found.cacheType, url: url,
+                        cacheKey: lookup.takeKey()))
+                return nil
+            }
+            guard let image = lookup.deliverable(fromCached: cached) else { return .query }
             hit(
                 ImageResult(
                     image: image, data: image === cached ? found.data : nil, cacheType: found.cacheType, url: url,
-                    cacheKey: lookup.cacheKey))
+                    cacheKey: lookup.takeKey()))
             return nil
         case .miss: return .miss
         case .needsAsyncQuery: return .query

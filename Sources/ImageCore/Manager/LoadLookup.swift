@@ -25,8 +25,8 @@ struct LoadLookup {
     /// True when the load has a cache key.
     let hasKey: Bool
     /// The cache key when `hasKey`, else empty. (A plain `String`: the optimizer copies a `String?` through the
-    /// runtime's generic value witnesses.)
-    let cacheKey: String
+    /// runtime's generic value witnesses.) Emptied by ``takeKey()`` when a memory hit ends the load.
+    private(set) var cacheKey: String
     /// True when a thumbnail, orientation, transformer or partition part was appended to the base (the original
     /// key, built only on a miss, then differs from `key`).
     private let hasParts: Bool
@@ -49,7 +49,7 @@ struct LoadLookup {
     // Inlined into its one caller, so the value is built in place rather than copied out of the initializer.
     @inline(__always)
     init(
-        url: URL, absoluteString: String, schemeEnd: Int?, options: ImageOptions, context: ImageContext,
+        url: URL, absoluteString: consuming String, schemeEnd: Int?, options: ImageOptions, context: ImageContext,
         manager: ImageManager
     ) {
         // Everything into locals first, then each field assigned once: an initializer that reads a field it just
@@ -88,14 +88,32 @@ struct LoadLookup {
         queryCacheType = levels
     }
 
-    /// Asks the load's cache (the context's, else the manager's) on this thread; see
-    /// ``ImageCacheProtocol/queryImageSync(forKey:options:context:cacheType:)``.
-    func queryImageSync(forKey key: String, context: ImageContext, manager: ImageManager) -> SyncCacheQueryResult {
+    /// Asks the load's cache (the context's, else the manager's) for ``cacheKey`` on this thread; see
+    /// ``ImageCacheProtocol/queryImageSync(forKey:options:context:cacheType:)``. (The key is read here, not passed
+    /// in: an argument read from the caller's `inout` lookup is copied, a reference count each way.)
+    func queryImageSync(context: ImageContext, manager: ImageManager) -> SyncCacheQueryResult {
         if context.hasValue(.imageCache), let cache = context.imageCache {
-            return cache.queryImageSync(forKey: key, options: options, context: context, cacheType: queryCacheType)
+            return cache.queryImageSync(
+                forKey: cacheKey, options: options, context: context, cacheType: queryCacheType)
         }
         return manager.strategies.queryImageSync(
-            forKey: key, options: options, context: context, cacheType: queryCacheType)
+            forKey: cacheKey, options: options, context: context, cacheType: queryCacheType)
+    }
+
+    /// The cache key, moved out (the lookup's is left empty): the key a memory hit hands to its result, without a
+    /// retain for the result and a release for the lookup.
+    mutating func takeKey() -> String {
+        var key = ""
+        swap(&key, &cacheKey)
+        return key
+    }
+
+    /// True when ``deliverable(fromCached:)`` would return `image` itself: the standard decode options, and no
+    /// transformed animation a load without ``ImageOptions/transformAnimatedImage`` can't use. What a memory hit
+    /// asks, so it delivers the cache's reference as it is instead of a copy.
+    @inline(__always)
+    func deliversAsCached(_ image: Image) -> Bool {
+        customDecode == nil && !(isTransformed && image.isAnimated && !options.contains(.transformAnimatedImage))
     }
 
     /// ``deliverable(fromCached:transformed:options:decodeOptions:)`` for this load.

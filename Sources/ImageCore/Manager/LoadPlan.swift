@@ -167,17 +167,45 @@ final class LoadPlan: Sendable {
 
     /// The load's key: the filter's base, then the parts that change what the key means. `decodeOptions` nil means
     /// the standard ones (no part).
+    ///
+    /// `absoluteString` is consumed: without a filter it is the base, and a plain load's key is that very string
+    /// (no copy, no reference count taken on the way).
     static func keys(
-        for url: URL, absoluteString: String, schemeEnd: Int? = nil, context: ImageContext,
+        for url: URL, absoluteString: consuming String, schemeEnd: Int? = nil, context: ImageContext,
         decodeOptions box: DecodeOptionsBox?
     ) -> Keys {
-        let base: String?
+        let partitioned = context.hasValue(.cachePartitionKey)
         if context.hasValue(.cacheKeyFilter), let filter = context.cacheKeyFilter {
-            base = filter.cacheKey(for: url)
-        } else {
-            base = absoluteString
+            guard let base = filter.cacheKey(for: url) else { return Keys(key: nil, hasParts: false) }
+            let parts = keyParts(context: context, decodeOptions: box, partitioned: partitioned)
+            let key = CacheKeys.key(
+                base: base, url: url, absoluteString: absoluteString, schemeEnd: schemeEnd, parts: parts)
+            return Keys(key: key, hasParts: !parts.isEmpty)
         }
-        guard let base else { return Keys(key: nil, hasParts: false) }
+        if box == nil, !partitioned {
+            let base = absoluteString
+            // A transformer and nothing else (every load of a thumbnail service): its part is copied in as it is.
+            if context.hasValue(.imageTransformer),
+                let key = context.withImageTransformerKeyPart({ transformer in
+                    CacheKeys.key(
+                        base: base, url: url, absoluteString: base, schemeEnd: schemeEnd, transformer: transformer)
+                })
+            {
+                return Keys(key: key, hasParts: true)
+            }
+            // The common plain load: no part, so both keys are the absolute string (escaped, should it need it).
+            return Keys(key: CacheKeys.key(plainBase: base), hasParts: false)
+        }
+        let parts = keyParts(context: context, decodeOptions: box, partitioned: partitioned)
+        let key = CacheKeys.key(
+            base: absoluteString, url: url, absoluteString: absoluteString, schemeEnd: schemeEnd, parts: parts)
+        return Keys(key: key, hasParts: !parts.isEmpty)
+    }
+
+    /// The parts of a load's key besides its base.
+    private static func keyParts(
+        context: ImageContext, decodeOptions box: DecodeOptionsBox?, partitioned: Bool
+    ) -> CacheKeys.Parts {
         var parts = CacheKeys.Parts()
         parts.transformer = context.imageTransformerKeyPart
         if let decodeOptions = box?.options {
@@ -190,16 +218,8 @@ final class LoadPlan: Sendable {
             parts.firstFrame = decodeOptions.firstFrameOnly
             parts.decode = decodeOptions.keyPart
         }
-        // The common plain load: nothing is appended, both keys are the base.
-        if parts.isEmpty, !context.hasValue(.cachePartitionKey) {
-            let key = CacheKeys.key(
-                base: base, url: url, absoluteString: absoluteString, schemeEnd: schemeEnd, parts: parts)
-            return Keys(key: key, hasParts: false)
-        }
-        parts.partition = context.cachePartitionKey
-        let key = CacheKeys.key(
-            base: base, url: url, absoluteString: absoluteString, schemeEnd: schemeEnd, parts: parts)
-        return Keys(key: key, hasParts: true)
+        if partitioned { parts.partition = context.cachePartitionKey }
+        return parts
     }
 
     // MARK: What a cached image can serve

@@ -206,6 +206,16 @@ extension ImageContext {
     /// The transformer's key, read once when the transformer was stored (here or as the manager's transformer).
     var imageTransformerKey: String? { imageTransformerKeyPart?.key }
 
+    /// ``imageTransformerKeyPart`` passed to `body` without a retain: this context's storage (or the manager's
+    /// defaults) holds it for as long as the context is borrowed, which covers the call. Nil without a transformer.
+    @inline(__always)
+    func withImageTransformerKeyPart<R>(_ body: (TransformerKeyPart) -> R) -> R? {
+        if storage.values & ContextSlot.imageTransformer.bit != 0 {
+            return storage.unretainedTransformerKey?._withUnsafeGuaranteedRef(body)
+        }
+        return hasOwnEntry(.imageTransformer) ? nil : defaults?.transformerKey.map(body)
+    }
+
     /// The transformer's key with its cache-key part, made once when the transformer was stored.
     var imageTransformerKeyPart: TransformerKeyPart? {
         if storage.values & ContextSlot.imageTransformer.bit != 0 { return storage.imageTransformerKey }

@@ -19,7 +19,12 @@ final class ContextStorage: @unchecked Sendable {
     var imageLoader: (any ImageLoader)?
     var imageTransformer: (any Transformer)?
     /// `imageTransformer?.transformerKey` and its key part, made once when the transformer was stored.
-    var imageTransformerKey: TransformerKeyPart?
+    var imageTransformerKey: TransformerKeyPart? {
+        didSet { unretainedTransformerKey = imageTransformerKey.map { Unmanaged.passUnretained($0) } }
+    }
+    /// `imageTransformerKey`, unretained (that field holds it): a load reads the part without a retain and a
+    /// release on an object every load of the context shares (see ``ImageContext/withImageTransformerKeyPart(_:)``).
+    private(set) var unretainedTransformerKey: Unmanaged<TransformerKeyPart>?
     var cacheKeyFilter: (any CacheKeyFilter)?
     var callbackQueue: CallbackQueue?
     var imageScaleFactor: Double?

@@ -83,8 +83,9 @@ public struct CacheQueryResult: Sendable {
 
     /// A result holding only an image: what a memory level finds for an entry stored without bytes or metadata.
     ///
-    /// Cheaper than the memberwise initializer, which has to look at the optional bytes and metadata.
-    public static func image(_ image: Image, cacheType: ImageCacheType) -> CacheQueryResult {
+    /// Cheaper than the memberwise initializer, which has to look at the optional bytes and metadata; `image` is
+    /// consumed, so a cache hands over the reference its lookup took instead of the result retaining it again.
+    public static func image(_ image: consuming Image, cacheType: ImageCacheType) -> CacheQueryResult {
         CacheQueryResult(image: image, cacheType: cacheType, extras: nil)
     }
 
