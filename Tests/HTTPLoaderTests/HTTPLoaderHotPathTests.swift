@@ -1,5 +1,6 @@
 import Foundation
 import ImageCore
+import Synchronization
 import Testing
 
 @testable import HTTPLoader
@@ -85,4 +86,77 @@ import Testing
             #expect(RedirectPolicy.isRedirect(status) == RedirectPolicy.redirectStatuses.contains(status))
         }
     }
+
+    // MARK: The transfer key's cached hash
+
+    static func key(
+        method: String = "GET", url: String = "http://a/x.png", headers: [String] = ["accept:image/*"],
+        insecure: Bool = false, handleCookies: Bool = false, cookiePartition: String? = nil,
+        deadline: UInt64 = .max, privateTo: UInt64? = nil
+    ) -> TransferRequest.Key {
+        TransferRequest.Key(
+            method: method, url: url, headers: headers, insecure: insecure, handleCookies: handleCookies,
+            cookiePartition: cookiePartition, deadline: deadline, privateTo: privateTo)
+    }
+
+    @Test func keysWithEqualFieldsAreEqualAndHashAlike() {
+        let a = Self.key(url: "http://a/" + String(repeating: "p", count: 40))
+        let b = Self.key(url: "http://a/" + String(repeating: "p", count: 40))
+        #expect(a == b)
+        #expect(a.hashValue == b.hashValue)
+        #expect(Set([a, b]).count == 1)
+    }
+
+    @Test func keysThatDifferInAnyFieldDiffer() {
+        let base = Self.key()
+        let others = [
+            Self.key(method: "HEAD"), Self.key(url: "http://a/y.png"), Self.key(headers: ["accept:image/png"]),
+            Self.key(headers: []), Self.key(insecure: true), Self.key(handleCookies: true),
+            Self.key(cookiePartition: "t1"), Self.key(deadline: 5_000_000_000), Self.key(privateTo: 7),
+        ]
+        for other in others { #expect(other != base, "\(other)") }
+        var map: [TransferRequest.Key: Int] = [base: -1]
+        for (index, other) in others.enumerated() { map[other] = index }
+        #expect(map.count == others.count + 1)
+        #expect(map[Self.key()] == -1)
+    }
+
+    // MARK: Callers: the first inline, later ones in a dictionary
+
+    static func caller(_ marker: Int, into log: LockedLog) -> Transfer.Caller {
+        Transfer.Caller(
+            progress: nil, completion: { _ in log.append(marker) }, responseModifier: nil, decryptor: nil,
+            headerCheck: nil)
+    }
+
+    @Test func callersAreFoundReplacedAndRemovedWhereverTheyAreKept() {
+        let log = LockedLog()
+        var callers = TransferCallers()
+        #expect(callers.count == 0 && callers[1] == nil)
+        callers[1] = Self.caller(1, into: log)
+        callers[2] = Self.caller(2, into: log)
+        callers[3] = Self.caller(3, into: log)
+        #expect(callers.count == 3)
+        callers[2] = Self.caller(20, into: log)  // replaces the one kept in the dictionary
+        callers[1] = Self.caller(10, into: log)  // replaces the inline one
+        #expect(callers.count == 3)
+        for id: UInt64 in [1, 2, 3] { callers[id]?.completion(.failure(.cancelled(stage: .download))) }
+        #expect(log.values == [10, 20, 3])
+        #expect(callers.removeValue(forKey: 1) != nil)
+        #expect(callers.removeValue(forKey: 1) == nil)
+        #expect(callers[1] == nil && callers[3] != nil)
+        callers[4] = Self.caller(4, into: log)  // takes the free inline place
+        callers[3] = nil
+        #expect(callers.count == 2 && callers[3] == nil)
+        #expect(callers.removeValue(forKey: 9) == nil)
+        #expect(callers.removeValue(forKey: 2) != nil && callers.removeValue(forKey: 4) != nil)
+        #expect(callers.count == 0)
+    }
+}
+
+/// Markers appended from callbacks, in order.
+final class LockedLog: Sendable {
+    private let storage = Mutex<[Int]>([])
+    func append(_ value: Int) { storage.withLock { $0.append(value) } }
+    var values: [Int] { storage.withLock { $0 } }
 }
