@@ -53,7 +53,12 @@ extension HTTPLoader {
     /// `releasesSlot` starts the next queued transfer in its slot.
     func transferDone(_ transfer: Transfer, leavesQueue: Bool, releasesSlot: Bool) {
         let next = state.withLock { state -> Transfer? in
-            if state.transfers[transfer.request.key] === transfer { state.transfers[transfer.request.key] = nil }
+            // One lookup: the key's hash is cached, but its fields are still compared on every lookup.
+            if let index = state.transfers.index(forKey: transfer.request.key),
+                state.transfers.values[index] === transfer
+            {
+                state.transfers.remove(at: index)
+            }
             if leavesQueue, state.queue.remove(transfer.id) { state.queued[transfer.id] = nil }
             guard releasesSlot else { return nil }
             state.running[transfer.id] = nil
@@ -115,9 +120,9 @@ extension HTTPLoader {
 
     // MARK: Watchdog
 
-    /// Makes sure the watchdog fires within `interval` nanoseconds (a transfer started that needs watching).
-    func watch(within interval: UInt64) {
-        let now = NIODeadline.now().uptimeNanoseconds
+    /// Makes sure the watchdog fires within `interval` nanoseconds of `now` (a transfer started that needs
+    /// watching; its start time, so the clock is read once per start).
+    func watch(within interval: UInt64, now: UInt64 = NIODeadline.now().uptimeNanoseconds) {
         let step = max(interval, 1_000_000)  // at most a thousand ticks a second
         guard step < UInt64.max - now else { return }
         let target = now + step

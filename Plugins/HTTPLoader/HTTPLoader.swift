@@ -4,6 +4,7 @@ import Foundation
 import ImageCore
 import Logging
 import NIOCore
+import NIOHTTP1
 import Synchronization
 
 /// Loads `http` and `https` images with AsyncHTTPClient: SDWebImageDownloader for servers.
@@ -87,11 +88,14 @@ public final class HTTPLoader: ImageLoader {
         var carryCredentials: Bool
         /// `fields` as a coalescing key needs them, made once instead of per request.
         var keyParts: [String]
+        /// `fields` as AsyncHTTPClient sends them, made once instead of per request.
+        var wire: HTTPHeaders
 
         init(_ fields: [(name: String, value: String)]) {
             self.fields = fields
             carryCredentials = fields.contains { RedirectPolicy.credentialHeaders.contains($0.name.lowercased()) }
             keyParts = TransferRequest.keyParts(fields)
+            wire = TransferRequest.wireHeaders(fields)
         }
     }
 
@@ -310,10 +314,10 @@ public final class HTTPLoader: ImageLoader {
     private func prepareRequest(url: URL, options: ImageOptions, context: ImageContext, subscriber: UInt64)
         -> TransferRequest?
     {
-        let (fields, defaultKey) = headers.withLock { ($0.fields, $0.keyParts) }
-        var request = ImageRequest(url: url, headers: fields)
-        // The default headers' key parts serve as long as nothing below changes the headers.
-        var headerKey: [String]? = defaultKey
+        let defaults = headers.withLock { $0 }
+        var request = ImageRequest(url: url, headers: defaults.fields)
+        // The default headers' key parts and wire form serve as long as nothing below changes the headers.
+        var headerKey: [String]? = defaults.keyParts
         let handleCookies = options.contains(.handleCookies)
         let partition = handleCookies ? context.cachePartitionKey : nil
         if handleCookies, let cookies = cookieJar.cookieHeader(for: url, partition: partition) {
@@ -339,7 +343,8 @@ public final class HTTPLoader: ImageLoader {
         }
         let timeout = request.timeout ?? context.httpTransferTimeout ?? configuration.maximumTransferDuration
         return TransferRequest(
-            request: request, headerKey: headerKey, insecure: options.contains(.allowInvalidSSLCertificates),
+            request: request, headerKey: headerKey, wireHeaders: headerKey == nil ? nil : defaults.wire,
+            insecure: options.contains(.allowInvalidSSLCertificates),
             handleCookies: handleCookies, cookiePartition: partition, timeout: timeout,
             // A modifier of the caller's own may have added anything: such a transfer is never shared.
             privateTo: ownModifier == nil ? nil : subscriber)

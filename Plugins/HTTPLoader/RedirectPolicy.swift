@@ -21,6 +21,10 @@ enum RedirectPolicy {
     /// Statuses that redirect when they carry a `Location`.
     static let redirectStatuses: Set<Int> = [301, 302, 303, 307, 308]
 
+    /// Whether `status` is one of ``redirectStatuses``; asked of every response head, so a status outside 3xx is
+    /// answered without hashing.
+    static func isRedirect(_ status: Int) -> Bool { status >= 300 && status < 400 && redirectStatuses.contains(status) }
+
     /// Headers that carry the caller's credentials; never sent to another origin.
     static let credentialHeaders = ["authorization", "proxy-authorization", "cookie"]
 

@@ -42,13 +42,14 @@ extension Transfer {
     func report(_ ending: TransferStateMachine.Ending) {
         let metrics = loader.metrics
         let logger = loader.logger
-        var duration = Duration.zero
+        // Nanoseconds, made a `Duration` only for an event somebody reads (its 128-bit arithmetic is not free).
+        var nanoseconds: Int64 = 0
         if let startedAt = ending.startedAt {
-            let now = NIODeadline.now().uptimeNanoseconds
-            duration = .nanoseconds(Int64(clamping: now &- startedAt))
-            metrics.duration.recordNanoseconds(duration.nanoseconds)
+            nanoseconds = Int64(clamping: NIODeadline.now().uptimeNanoseconds &- startedAt)
+            metrics.duration.recordNanoseconds(nanoseconds)
             if ending.wireBytes > 0 { metrics.bytes.increment(by: Int64(ending.wireBytes)) }
         }
+        var duration: Duration { .nanoseconds(nanoseconds) }
         switch ending.result {
         case .success(let response):
             let status = response.statusCode ?? 200

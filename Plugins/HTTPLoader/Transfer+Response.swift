@@ -14,7 +14,8 @@ extension Transfer {
     /// A redirect AsyncHTTPClient followed itself (a client given by the user): the filter judges the hop, and a
     /// refused one fails the transfer when the next head arrives.
     func visited(_ request: HTTPClient.Request, head: HTTPResponseHead) {
-        guard let filter = loader.configuration.redirectFilter, !loader.followsRedirectsItself else { return }
+        // Called for every response head: the flag first, so the common case reads nothing else.
+        guard !loader.followsRedirectsItself, let filter = loader.configuration.redirectFilter else { return }
         let previous = inner.withLock { inner in
             defer { inner.lastVisited = request.url }
             return inner.lastVisited
@@ -27,7 +28,7 @@ extension Transfer {
     /// Vets a response head; a returned error aborts the transfer.
     func receivedHead(_ head: HTTPResponseHead) -> ImageError? {
         let status = Int(head.status.code)
-        let location = RedirectPolicy.redirectStatuses.contains(status) ? head.headers.first(name: "location") : nil
+        let location = RedirectPolicy.isRedirect(status) ? head.headers.first(name: "location") : nil
         let (action, hopURL) = inner.withLock { inner in
             (inner.machine.headReceived(status: status, location: location), inner.machine.hop.url)
         }
@@ -59,37 +60,22 @@ extension Transfer {
     /// The final head: the configuration's response modifier, then each caller's own, then the status and
     /// content-type rules, per caller; the machine decides who continues.
     private func judge(_ head: HTTPResponseHead, status: Int, url hopURL: URL) -> ImageError? {
-        let configuration = loader.configuration
         var response = HTTPResponseParsing.metadata(head: head, url: hopURL)
         let wireLength = response.expectedContentLength
         loader.events.yield(
             HTTPLoaderEvent(transferID: id, url: url, kind: .response(statusCode: status, expectedBytes: wireLength)))
-        if let modifier = configuration.responseModifier {
+        if let modifier = loader.configuration.responseModifier {
             // User code: called without holding any lock.
             guard let modified = modifier.modifiedResponse(for: response) else {
                 return TransferStateMachine.refusedByModifier().attaching(response: response)
             }
             response = modified
         }
-        let modifying = inner.withLock { inner in
-            inner.machine.subscribers.compactMap { subscriber in
-                subscriber.modifiesResponse
-                    ? inner.callers[subscriber.id]?.responseModifier.map { (subscriber.id, $0) } : nil
-            }
-        }
-        var verdicts: [UInt64: Result<ResponseMetadata, ImageError>] = [:]
-        for (subscriber, modifier) in modifying {
-            guard let modified = modifier.modifiedResponse(for: response) else {
-                verdicts[subscriber] = .failure(TransferStateMachine.refusedByModifier().attaching(response: response))
-                continue
-            }
-            verdicts[subscriber] =
-                loader.responseValidator.error(for: modified).map { .failure($0.attaching(response: modified)) }
-                ?? .success(modified)
-        }
         let sharedError = loader.responseValidator.error(for: response)?.attaching(response: response)
-        let maximum = configuration.maximumResponseSize
-        let (verdict, failures, settlement) = inner.withLock { inner in
+        let maximum = loader.transferRules.maximumResponseSize
+        func apply(
+            _ inner: inout Inner, _ verdicts: [UInt64: Result<ResponseMetadata, ImageError>]
+        ) -> (TransferStateMachine.Verdict, [Delivery]?, Settlement?) {
             let verdict = inner.machine.responseArrived(
                 response, wireLength: wireLength, sharedError: sharedError, verdicts: verdicts)
             if verdict.refusal == nil, let length = wireLength, inner.body.isEmpty {
@@ -97,9 +83,46 @@ extension Transfer {
             }
             return (verdict, Self.failures(verdict, &inner), verdict.ending.map { Self.settle($0, &inner) })
         }
+        // Without callers' own response modifiers (the common case) the verdict is applied under the same lock
+        // that finds there are none: one lock per head instead of two.
+        let first = inner.withLock { inner -> HeadJudgement in
+            let modifying = inner.machine.subscribers.compactMap { subscriber in
+                subscriber.modifiesResponse
+                    ? inner.callers[subscriber.id]?.responseModifier.map { (subscriber.id, $0) } : nil
+            }
+            guard modifying.isEmpty else { return .modifiers(modifying) }
+            return .judged(apply(&inner, [:]))
+        }
+        let verdict: TransferStateMachine.Verdict
+        let failures: [Delivery]?
+        let settlement: Settlement?
+        switch first {
+        case .judged(let judged):
+            (verdict, failures, settlement) = judged
+        case .modifiers(let modifying):
+            var verdicts: [UInt64: Result<ResponseMetadata, ImageError>] = [:]
+            for (subscriber, modifier) in modifying {
+                guard let modified = modifier.modifiedResponse(for: response) else {
+                    verdicts[subscriber] = .failure(
+                        TransferStateMachine.refusedByModifier().attaching(response: response))
+                    continue
+                }
+                verdicts[subscriber] =
+                    loader.responseValidator.error(for: modified).map { .failure($0.attaching(response: modified)) }
+                    ?? .success(modified)
+            }
+            (verdict, failures, settlement) = inner.withLock { apply(&$0, verdicts) }
+        }
         if let failures { deliver(failures) }
         if let settlement { conclude(settlement, inline: true) }
         return verdict.refusal
+    }
+
+    private enum HeadJudgement {
+        /// The verdict, the callers it failed and the ending it caused.
+        case judged((TransferStateMachine.Verdict, [Delivery]?, Settlement?))
+        /// Callers with response modifiers of their own: their modifiers run first, outside the lock.
+        case modifiers([(UInt64, any ResponseModifier)])
     }
 
     /// Under the lock: the completions of the callers a verdict failed.

@@ -58,7 +58,7 @@ final class Transfer: Sendable {
 
     struct Inner: Sendable {
         var machine: TransferStateMachine
-        var callers: [UInt64: Caller] = [:]
+        var callers = TransferCallers()
         var body = Data()
         var task: HTTPClient.Task<Void>?
         var deliveries = Deliveries()
@@ -155,7 +155,7 @@ final class Transfer: Sendable {
         let now = NIODeadline.now().uptimeNanoseconds
         switch inner.withLock({ $0.machine.slotGranted(now: now) }) {
         case .send(let send, let watchEvery):
-            if let watchEvery { loader.watch(within: watchEvery) }
+            if let watchEvery { loader.watch(within: watchEvery, now: now) }
             execute(send)
         case .releaseSlot:
             loader.transferDone(self, leavesQueue: false, releasesSlot: true)
@@ -170,9 +170,11 @@ final class Transfer: Sendable {
         do {
             client = try loader.client(insecure: request.insecure)
             let hop = send.request
-            var headers = HTTPHeaders()
-            headers.reserveCapacity(hop.headers.count)
-            for (name, value) in hop.headers { headers.add(name: name, value: value) }
+            // A first hop (or its retry) sends the request's own headers: their wire form may be made already.
+            let headers =
+                send.isRedirect
+                ? TransferRequest.wireHeaders(hop.headers)
+                : request.wireHeaders ?? TransferRequest.wireHeaders(hop.headers)
             httpRequest = try HTTPClient.Request(
                 url: hop.url, method: HTTPMethod(rawValue: hop.method), headers: headers)
         } catch {
@@ -198,7 +200,7 @@ final class Transfer: Sendable {
     /// A hop's task ended (on its event loop).
     private func hopEnded(_ result: Result<Void, any Error>) {
         let jitter = result.isSuccess ? 1 : Double.random(in: 0.8...1.2)
-        let (action, settlement) = inner.withLock { inner -> (TransferStateMachine.HopEndAction, Settlement?) in
+        let outcome = inner.withLock { inner -> HopOutcome in
             inner.task = nil
             let action: TransferStateMachine.HopEndAction
             switch result {
@@ -206,13 +208,23 @@ final class Transfer: Sendable {
             case .failure(let error):
                 action = inner.machine.hopFailed(HTTPErrorMapping.imageError(from: error), jitter: jitter)
             }
-            if case .end(let ending) = action { return (action, Self.settle(ending, &inner)) }
-            return (action, nil)
+            // The ending travels in the settlement only: copying it (callers, result, response) costs per request.
+            if case .end(let ending) = action { return .ended(Self.settle(ending, &inner)) }
+            return .next(action)
         }
-        perform(action, settlement)
+        switch outcome {
+        case .ended(let settlement): conclude(settlement, inline: true)
+        case .next(let action): perform(action)
+        }
     }
 
-    private func perform(_ action: TransferStateMachine.HopEndAction, _ settlement: Settlement?) {
+    private enum HopOutcome {
+        case ended(Settlement)
+        case next(TransferStateMachine.HopEndAction)
+    }
+
+    /// Performs what a hop's end or a retry's back-off decided; an ending is settled where it is decided.
+    private func perform(_ action: TransferStateMachine.HopEndAction) {
         switch action {
         case .none:
             break
@@ -222,7 +234,7 @@ final class Transfer: Sendable {
             loader.recordRetry(of: self, attempt: attempt, delay: Double(delay) / 1e9, error: error)
             loader.eventLoop.scheduleTask(in: .nanoseconds(Int64(clamping: delay))) { self.retryDue() }
         case .end:
-            if let settlement { conclude(settlement, inline: true) }
+            break  // hopEnded settles it under the lock that decided it; retryDue never ends a transfer
         case .releaseSlot:
             loader.transferDone(self, leavesQueue: false, releasesSlot: true)
         }
@@ -230,7 +242,7 @@ final class Transfer: Sendable {
 
     private func retryDue() {
         let action = inner.withLock { $0.machine.retryDue() }
-        perform(action, nil)
+        perform(action)
     }
 
     /// The watchdog's tick (on the loader's event loop): ends the transfer when its deadline passed or it is too

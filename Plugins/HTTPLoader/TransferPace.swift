@@ -30,8 +30,10 @@ struct TransferPace: Sendable, Equatable {
     private let window: UInt64
     private let grace: UInt64
     private let checkpointInterval: UInt64
-    /// Newest last; the oldest is dropped once a newer one is itself at least a window old.
-    private var checkpoints: [Checkpoint]
+    /// Newest last; the oldest is dropped once a newer one is itself at least a window old. Empty until the first
+    /// check, which starts it with the start (`startedAt`, no bytes): most transfers end before a watchdog tick,
+    /// so they never allocate it.
+    private var checkpoints: [Checkpoint] = []
 
     /// - Parameters:
     ///   - startedAt: When the request was sent (nanoseconds, any monotonic origin).
@@ -44,7 +46,6 @@ struct TransferPace: Sendable, Equatable {
         window = self.rate.map { Self.nanoseconds($0.seconds) } ?? .max
         grace = self.rate.map { $0.gracePeriod > 0 ? Self.nanoseconds($0.gracePeriod) : 0 } ?? 0
         checkpointInterval = max(1, window / 4)
-        checkpoints = [Checkpoint(time: startedAt, bytes: 0)]
     }
 
     /// False when neither a deadline nor a rate applies: the shell need not watch the transfer.
@@ -62,6 +63,7 @@ struct TransferPace: Sendable, Equatable {
         let elapsed = now - startedAt
         if elapsed >= deadline { return .deadlineExceeded(seconds: Double(deadline) / 1e9) }
         guard let rate else { return .ok }
+        if checkpoints.isEmpty { checkpoints.append(Checkpoint(time: startedAt, bytes: 0)) }
         if let last = checkpoints.last, now &- last.time >= checkpointInterval {
             checkpoints.append(Checkpoint(time: now, bytes: totalBytes))
         }

@@ -1,4 +1,5 @@
 import ImageCore
+import NIOHTTP1
 
 /// What one transfer sends; its ``key`` decides which callers share it.
 struct TransferRequest: Sendable {
@@ -17,6 +18,43 @@ struct TransferRequest: Sendable {
         /// The deadline in nanoseconds (`UInt64.max`: none), so equal deadlines compare equal however spelled.
         let deadline: UInt64
         let privateTo: UInt64?
+        /// The fields' hash, computed once: the loader looks a key up about four times per transfer (join or
+        /// insert, then the removal), and hashing the URL and the default headers (User-Agent, Accept) each time
+        /// was about a twentieth of what the loader adds per request on top of its client.
+        private let fieldsHash: Int
+
+        init(
+            method: String, url: String, headers: [String], insecure: Bool, handleCookies: Bool,
+            cookiePartition: String?, deadline: UInt64, privateTo: UInt64?
+        ) {
+            self.method = method
+            self.url = url
+            self.headers = headers
+            self.insecure = insecure
+            self.handleCookies = handleCookies
+            self.cookiePartition = cookiePartition
+            self.deadline = deadline
+            self.privateTo = privateTo
+            var hasher = Hasher()
+            hasher.combine(method)
+            hasher.combine(url)
+            hasher.combine(headers)
+            hasher.combine(insecure)
+            hasher.combine(handleCookies)
+            hasher.combine(cookiePartition)
+            hasher.combine(deadline)
+            hasher.combine(privateTo)
+            fieldsHash = hasher.finalize()
+        }
+
+        static func == (lhs: Key, rhs: Key) -> Bool {
+            lhs.fieldsHash == rhs.fieldsHash && lhs.url == rhs.url && lhs.method == rhs.method
+                && lhs.headers == rhs.headers && lhs.insecure == rhs.insecure && lhs.handleCookies == rhs.handleCookies
+                && lhs.cookiePartition == rhs.cookiePartition && lhs.deadline == rhs.deadline
+                && lhs.privateTo == rhs.privateTo
+        }
+
+        func hash(into hasher: inout Hasher) { hasher.combine(fieldsHash) }
     }
 
     let request: ImageRequest
@@ -29,25 +67,39 @@ struct TransferRequest: Sendable {
     /// The total deadline in seconds (``TransferPace``).
     let timeout: Double
     let key: Key
+    /// `request.headers` as AsyncHTTPClient sends them, when the loader had them made already (its default
+    /// headers, unchanged); nil makes them per hop.
+    let wireHeaders: HTTPHeaders?
 
     /// - Parameters:
     ///   - headerKey: ``keyParts(_:)`` of the request's headers when the caller has them already (the loader's
     ///     default headers, unchanged); nil computes them.
+    ///   - wireHeaders: ``wireHeaders(_:)`` of the request's headers when the caller has them already; nil makes
+    ///     them per hop.
     ///   - privateTo: The caller the transfer belongs to alone (its context has a request modifier), or nil.
     init(
-        request: ImageRequest, headerKey: [String]? = nil, insecure: Bool, handleCookies: Bool,
-        cookiePartition: String?, timeout: Double, privateTo: UInt64?
+        request: ImageRequest, headerKey: [String]? = nil, wireHeaders: HTTPHeaders? = nil, insecure: Bool,
+        handleCookies: Bool, cookiePartition: String?, timeout: Double, privateTo: UInt64?
     ) {
         self.request = request
         self.insecure = insecure
         self.handleCookies = handleCookies
         self.cookiePartition = cookiePartition
         self.timeout = timeout
+        self.wireHeaders = wireHeaders
         key = Key(
             method: request.method, url: request.url.absoluteString,
             headers: headerKey ?? Self.keyParts(request.headers), insecure: insecure,
             handleCookies: handleCookies, cookiePartition: cookiePartition,
             deadline: TransferPace.nanoseconds(timeout), privateTo: privateTo)
+    }
+
+    /// Headers as AsyncHTTPClient sends them, in order.
+    static func wireHeaders(_ headers: [(name: String, value: String)]) -> HTTPHeaders {
+        var wire = HTTPHeaders()
+        wire.reserveCapacity(headers.count)
+        for (name, value) in headers { wire.add(name: name, value: value) }
+        return wire
     }
 
     /// Headers as the key compares them: `name:value` with the name lowercased, sorted (order is ignored).

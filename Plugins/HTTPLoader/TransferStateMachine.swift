@@ -155,7 +155,7 @@ struct TransferStateMachine: Sendable {
     mutating func headReceived(status: Int, location: String?) -> HeadAction {
         if let abortError { return .refuse(abortError) }
         guard state != .finished else { return .refuse(.cancelled(stage: .download)) }
-        guard rules.followsRedirects, RedirectPolicy.redirectStatuses.contains(status) else { return .final }
+        guard rules.followsRedirects, RedirectPolicy.isRedirect(status) else { return .final }
         switch RedirectPolicy.decide(
             after: hop, status: status, location: location, redirects: redirects,
             visited: visited.isEmpty ? [original.url.absoluteString] : visited, maximum: rules.maximumRedirects)

@@ -8,6 +8,7 @@ import ImageCore
 import JPEGCoder
 import MemoryCache
 import NIOCore
+import NIOHTTP1
 import Synchronization
 
 // A driver for profiling the whole path and each of its stages outside the benchmark harness (callgrind or
@@ -15,6 +16,10 @@ import Synchronization
 // times (after one warm-up round) and prints images, bytes and process CPU time per image. Modes:
 //   bare     AsyncHTTPClient `execute`, bytes only (the fetch stage's raw cost)
 //   loader   HTTPLoader, bytes only
+//   bareHeaders  bare, sending the loader's default headers (User-Agent, Accept): what they cost the client
+//   loaderLazy   loader fed like bare (the next load when one completes): what the loader's queue of the whole
+//                set costs (issue 23: neither explained the loader's excess; both measured within noise of
+//                bare and loader)
 //   manager  ImageManager: fetch, decode, memory + disk store (a cold MemoryCache + DiskCache each round)
 //   decode   raw TurboJPEG decode of the same bodies (fetched once), on as many threads as cores
 //   store    raw write+rename of the same bodies into a fresh directory, as many writers as cores
@@ -25,7 +30,7 @@ import Synchronization
 let arguments = CommandLine.arguments
 guard arguments.count >= 5, let base = URL(string: arguments[2]), let rounds = Int(arguments[4]) else {
     FileHandle.standardError.write(
-        Data("usage: HTTPProfile <bare|loader|manager|decode|store> <base URL> <small|photo|large> <rounds> [c]\n".utf8)
+        Data("usage: HTTPProfile <mode> <base URL> <small|photo|large> <rounds> [c] (modes: see main.swift)\n".utf8)
     )
     exit(64)
 }
@@ -104,12 +109,21 @@ func onCores(_ count: Int, _ body: @Sendable (Int) -> Void) {
     }
 }
 
+/// Diagnosis only (`bareHeaders`): the bare client sending the loader's default headers (User-Agent, Accept).
+let bareHeaders: HTTPHeaders = {
+    var headers = HTTPHeaders()
+    if mode == "bareHeaders" {
+        for (name, value) in loader.httpHeaders { headers.add(name: name, value: value) }
+    }
+    return headers
+}()
+
 func fetchBare(_ batch: Batch, keep: Bool) {
     let next = Atomic<Int>(0)
     @Sendable func startNext() {
         let index = next.add(1, ordering: .relaxed).oldValue
         guard index < urls.count else { return }
-        let request = try! HTTPClient.Request(url: urls[index])
+        let request = try! HTTPClient.Request(url: urls[index], headers: bareHeaders)
         if keep {
             client.execute(request: request).whenComplete { result in
                 let body = (try? result.get()).flatMap { $0.body }.map { Data($0.readableBytesView) }
@@ -141,7 +155,7 @@ func discard(_ directory: URL) {
 func round(warmUp: Bool) -> Batch {
     let batch = Batch(urls.count)
     switch mode {
-    case "bare":
+    case "bare", "bareHeaders":
         fetchBare(batch, keep: false)
     case "decode" where warmUp, "store" where warmUp:
         fetchBare(batch, keep: true)
@@ -186,6 +200,19 @@ func round(warmUp: Bool) -> Batch {
         batch.done.wait()
         discard(directory)
         return batch
+    case "loaderLazy":
+        // Diagnosis only: the loader fed like the bare client (the next request when one completes), so the
+        // loader's queue never holds more than `concurrency` transfers.
+        let next = Atomic<Int>(0)
+        @Sendable func startNext() {
+            let index = next.add(1, ordering: .relaxed).oldValue
+            guard index < urls.count else { return }
+            _ = loader.requestImage(with: urls[index], options: [], context: ImageContext(), progress: nil) { result in
+                batch.finish(try? result.get().data.count)
+                startNext()
+            }
+        }
+        for _ in 0..<min(concurrency, urls.count) { startNext() }
     default:
         for url in urls {
             _ = loader.requestImage(with: url, options: [], context: ImageContext(), progress: nil) { result in
@@ -197,7 +224,7 @@ func round(warmUp: Bool) -> Batch {
     return batch
 }
 
-guard ["bare", "loader", "manager", "decode", "store"].contains(mode) else {
+guard ["bare", "bareHeaders", "loader", "loaderLazy", "manager", "decode", "store"].contains(mode) else {
     FileHandle.standardError.write(Data("HTTPProfile: unknown mode \(mode)\n".utf8))
     exit(64)
 }
