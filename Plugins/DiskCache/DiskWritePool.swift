@@ -46,6 +46,8 @@ final class DiskWritePool: @unchecked Sendable {
     }
 
     private func run() {
+        // A thread keeps its spawner's name in the kernel otherwise (see `WorkPool.nameCurrentThread`).
+        WorkPool.nameCurrentThread(label)
         condition.lock()
         while true {
             while jobs.isEmpty {

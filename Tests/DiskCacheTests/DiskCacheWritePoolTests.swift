@@ -46,6 +46,24 @@ struct DiskCacheWritePoolTests {
         var labels: [String] { all.map(\.0) }
     }
 
+    @Test("a write thread carries the pool's label in the kernel (what profilers show), not its spawner's name")
+    func writeThreadsAreNamedAfterThePool() async {
+        let pool = DiskWritePool(label: "disk-write-label", maxThreads: 1)
+        let name = Mutex<String?>(nil)
+        @Sendable func kernelName() -> String? {
+            (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8))?
+                .trimmingCharacters(in: .newlines)
+        }
+        // Spawned from a thread with another name, as an event loop spawns write threads.
+        let spawner = Thread {
+            WorkPool.nameCurrentThread("spawner-thread")
+            pool.submit { name.withLock { $0 = kernelName() } }
+        }
+        spawner.start()
+        #expect(await waitUntil { name.withLock { $0 } != nil })
+        #expect(name.withLock { $0 } == "disk-write-labe")
+    }
+
     @Test("stores of different keys are written at the same time (no single write queue)")
     func parallelStores() throws {
         let faults = DiskFaultInjector()

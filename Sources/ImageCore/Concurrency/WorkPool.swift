@@ -106,8 +106,9 @@ public final class WorkPool: @unchecked Sendable {
             || (background.count > 0 && runningBackground < maxBackgroundConcurrent)
     }
 
-    /// Names the calling thread in the kernel (`/proc/thread-self/comm`, Linux 3.17+); does nothing elsewhere.
-    static func nameCurrentThread(_ name: String) {
+    /// Names the calling thread in the kernel (`/proc/thread-self/comm`, Linux 3.17+); does nothing elsewhere. Every
+    /// pool of the package calls it first thing on its threads.
+    package static func nameCurrentThread(_ name: String) {
         let fd = open("/proc/thread-self/comm", O_WRONLY)
         guard fd >= 0 else { return }
         defer { close(fd) }
