@@ -20,7 +20,11 @@ import Synchronization
 //   loaderLazy   loader fed like bare (the next load when one completes): what the loader's queue of the whole
 //                set costs (issue 23: neither explained the loader's excess; both measured within noise of
 //                bare and loader)
-//   manager  ImageManager: fetch, decode, memory + disk store (a cold MemoryCache + DiskCache each round)
+//   manager  ImageManager: fetch, decode, memory + disk store (a cold MemoryCache + DiskCache each round; with
+//            HTTPPROFILE_MEMORY_MB=N one MemoryCache of N MB kept across rounds, full after the warm-up round as a
+//            running server's is, while every load of a round is still a download: each round asks for its URLs
+//            with its own query (`?round=N`, which nginx ignores), so every store evicts an older image, and a
+//            memory hit counts as a failure)
 //   decode   raw TurboJPEG decode of the same bodies (fetched once), on as many threads as cores
 //   store    raw write+rename of the same bodies into a fresh directory, as many writers as cores
 //
@@ -95,6 +99,12 @@ let cores =
 let managerPool =
     ProcessInfo.processInfo.environment["HTTPPROFILE_THREADS"] == nil
     ? WorkPool.cpu : WorkPool(label: "profile.cpu", maxConcurrent: cores)
+/// The manager mode's memory cache when HTTPPROFILE_MEMORY_MB is set: one cache of that many MB for every round.
+let keptMemoryCache = ProcessInfo.processInfo.environment["HTTPPROFILE_MEMORY_MB"].flatMap { Int($0) }.map {
+    MemoryCache(configuration: MemoryCacheConfiguration(costLimit: $0 << 20))
+}
+/// Rounds run so far (the kept memory cache's rounds ask for distinct URLs).
+nonisolated(unsafe) var roundNumber = 0
 /// The bodies of the set, fetched by the warm-up round of the `decode` and `store` modes.
 let bodies = Mutex<[Data]>([])
 
@@ -181,17 +191,23 @@ func round(warmUp: Bool) -> Batch {
         }
         discard(directory)
     case "manager":
-        // A cold two-level cache per round, as the HTTP benchmark's manager row; the loader and its connections
-        // are kept.
+        // A cold two-level cache per round, as the HTTP benchmark's manager row (or a kept memory cache, see
+        // keptMemoryCache); the loader and its connections are kept.
         let directory = freshDirectory()
         let disk = DiskCache(
             configuration: DiskCacheConfiguration(
                 directory: directory, maxDiskAge: nil, maxDiskSize: 0, sweepInterval: nil))
-        let manager = ImageManager(cache: CachesManager([MemoryCache(), disk]), loader: loader, workPool: managerPool)
-        for url in urls {
+        let memory = keptMemoryCache ?? MemoryCache()
+        let manager = ImageManager(cache: CachesManager([memory, disk]), loader: loader, workPool: managerPool)
+        roundNumber += 1
+        let roundURLs =
+            keptMemoryCache == nil
+            ? urls : urls.map { URL(string: $0.absoluteString + "?round=\(roundNumber)")! }
+        for url in roundURLs {
             manager.loadImage(with: url, options: [.waitStoreCache]) { result in
                 switch result {
                 case .success(let value) where !value.isFinal: return
+                case .success(let value) where value.cacheType != .none: batch.finish(nil)  // not a download
                 case .success(let value): batch.finish(value.data?.count ?? 0)
                 case .failure: batch.finish(nil)
                 }
