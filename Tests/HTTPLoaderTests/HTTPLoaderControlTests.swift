@@ -130,12 +130,14 @@ import Testing
             operation.priority = .high  // no change, no event
             server.open("go")
             #expect(await load.recorder.result()?.value != nil)
-            var seen: [DownloadPriority] = []
-            for await event in stream {
-                if case .priorityChanged(let priority) = event.kind { seen.append(priority) }
-                if case .finished = event.kind { break }
+            // Up to the transfer's ending, whichever it is: a load that failed must fail this test, not hang it.
+            let events = await readEvents(stream) { $0.kind.endsTransfer }
+            let seen = events.compactMap { event -> DownloadPriority? in
+                if case .priorityChanged(let priority) = event.kind { return priority }
+                return nil
             }
             #expect(seen == [.high])
+            #expect(events.last.map { if case .finished = $0.kind { true } else { false } } == true)
         }
     }
 

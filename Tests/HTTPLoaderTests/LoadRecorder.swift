@@ -69,6 +69,41 @@ func load(
     await startLoad(loader, url, options: options, context: context).recorder.result(within: seconds)
 }
 
+/// Reads `stream` until `isLast` accepts an event, the stream ends or `seconds` passed; returns what it read.
+///
+/// Never `for await` a loader's events waiting for one particular event: the stream ends only at `shutdown()`,
+/// which `withServer` calls after the test body, and the event may never come (a load that times out on a starved
+/// machine reports `failed`, not `finished`), so such a loop hangs the whole test run instead of failing one test.
+func readEvents(
+    _ stream: AsyncStream<HTTPLoaderEvent>, within seconds: Double = 10,
+    until isLast: @escaping @Sendable (HTTPLoaderEvent) -> Bool
+) async -> [HTTPLoaderEvent] {
+    let seen = Locked([HTTPLoaderEvent]())
+    await withTaskGroup(of: Void.self) { group in
+        group.addTask {
+            for await event in stream {
+                seen.withLock { $0.append(event) }
+                if isLast(event) { return }
+            }
+        }
+        group.addTask { try? await Task.sleep(nanoseconds: UInt64(seconds * 1e9)) }
+        await group.next()
+        // Ends the other child: the sleep, or the read (an AsyncStream's iteration ends when its task is cancelled).
+        group.cancelAll()
+    }
+    return seen.value
+}
+
+extension HTTPLoaderEvent.Kind {
+    /// True for the kinds that end a transfer: exactly one of them is reported per transfer.
+    var endsTransfer: Bool {
+        switch self {
+        case .finished, .failed, .cancelled: true
+        case .started, .joined, .response, .retrying, .priorityChanged: false
+        }
+    }
+}
+
 extension Result where Failure == ImageError {
     /// The error, or nil for a success.
     var error: ImageError? {
