@@ -92,21 +92,30 @@ enum CacheKeys {
         }
     }
 
-    /// The key for `base` whose only part is `transformer`'s: what ``key(base:url:absoluteString:schemeEnd:parts:)``
-    /// makes for `Parts(transformer: transformer)`, without gathering the other parts (none apply) or copying the
-    /// transformer's part out of it (each copy a reference count taken and dropped).
-    static func key(
-        base: String, url: URL, absoluteString: String, schemeEnd: Int?, transformer: TransformerKeyPart
-    ) -> String {
-        let baseLength = escapedLength(base)
-        let ext = URLScan.shortExtension(of: url, absoluteString: absoluteString, schemeEnd: schemeEnd)
-        let length = baseLength + transformer.part.utf8.count + (ext.map { 2 + $0.count } ?? 0)
-        return String(unsafeUninitializedCapacity: length) { buffer in
-            var writer = Writer(buffer: buffer)
-            if baseLength == base.utf8.count { writer.writeVerbatim(base) } else { writer.writeEscaped(base) }
-            writer.writeVerbatim(transformer.part)
-            if let ext { writer.writeExtension(ext) }
-            return writer.offset
+    /// The key of a load whose base is its URL's absolute string and whose only part is `transformer`'s: what
+    /// ``key(base:url:absoluteString:schemeEnd:parts:)`` makes for `Parts(transformer: transformer)`, without
+    /// gathering the other parts (none apply) or copying the transformer's part out of it (each copy a reference
+    /// count taken and dropped).
+    ///
+    /// The absolute string's bytes are reached once, for the escape check, the extension scan and the copy (each
+    /// reach of a `String`'s bytes is a check of its representation and a call).
+    static func key(absoluteString: String, url: URL, schemeEnd: Int?, transformer: TransformerKeyPart) -> String {
+        withUTF8(absoluteString) { bytes in
+            let baseLength = escapedLength(of: bytes)
+            let ext = URLScan.shortExtension(
+                of: url, bytes: bytes, absoluteString: absoluteString, schemeEnd: schemeEnd)
+            let length = baseLength + transformer.part.utf8.count + (ext.map { 2 + $0.count } ?? 0)
+            return String(unsafeUninitializedCapacity: length) { buffer in
+                var writer = Writer(buffer: buffer)
+                if baseLength == bytes.count {
+                    writer.writeVerbatim(bytes)
+                } else {
+                    writer.writeEscaped(absoluteString)
+                }
+                writer.writeVerbatim(transformer.part)
+                if let ext { writer.writeExtension(ext) }
+                return writer.offset
+            }
         }
     }
 

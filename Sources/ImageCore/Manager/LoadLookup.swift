@@ -119,9 +119,8 @@ struct LoadLookup {
     /// ``deliverable(fromCached:transformed:options:decodeOptions:)`` for this load.
     func deliverable(fromCached image: Image) -> Image? {
         guard let customDecode else {
-            // The standard decode options neither scale down nor take a first frame.
-            if isTransformed, image.isAnimated, !options.contains(.transformAnimatedImage) { return nil }
-            return image
+            // The standard decode options neither scale down nor take a first frame: the rule is the memory hit's.
+            return deliversAsCached(image) ? image : nil
         }
         return Self.deliverable(
             fromCached: image, transformed: isTransformed, options: options, decodeOptions: customDecode.options)

@@ -187,8 +187,7 @@ final class LoadPlan: Sendable {
             // A transformer and nothing else (every load of a thumbnail service): its part is copied in as it is.
             if context.hasValue(.imageTransformer),
                 let key = context.withImageTransformerKeyPart({ transformer in
-                    CacheKeys.key(
-                        base: base, url: url, absoluteString: base, schemeEnd: schemeEnd, transformer: transformer)
+                    CacheKeys.key(absoluteString: base, url: url, schemeEnd: schemeEnd, transformer: transformer)
                 })
             {
                 return Keys(key: key, hasParts: true)

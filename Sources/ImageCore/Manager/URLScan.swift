@@ -13,7 +13,9 @@ enum URLScan {
         let packed: UInt64
         let count: Int
 
-        /// The extension in `bytes` (the scan's path: a plain loop over at most five bytes).
+        /// The extension in `bytes` (the scan's path: a plain loop over at most five bytes, inlined into it rather
+        /// than a call of its own per key).
+        @inline(__always)
         init?(lowercasing bytes: UnsafeBufferPointer<UInt8>) {
             guard let start = bytes.baseAddress, (1...5).contains(bytes.count) else { return nil }
             var packed: UInt64 = 0
@@ -70,6 +72,16 @@ enum URLScan {
         return foundationShortExtension(of: url)
     }
 
+    /// ``shortExtension(of:absoluteString:schemeEnd:)`` for a caller that holds the absolute string's bytes: the
+    /// scan reads them as they are, and only a shape it leaves undecided takes the string path.
+    @inline(__always)
+    static func shortExtension(
+        of url: URL, bytes: UnsafeBufferPointer<UInt8>, absoluteString: String, schemeEnd: Int?
+    ) -> ShortExtension? {
+        if let schemeEnd, case .decided(let ext) = scanShortExtension(bytes, schemeEnd: schemeEnd) { return ext }
+        return shortExtension(of: url, absoluteString: absoluteString)
+    }
+
     /// The rule applied to Foundation's `pathExtension`: the reference the scan must agree with.
     static func foundationShortExtension(of url: URL) -> ShortExtension? {
         ShortExtension(lowercasing: url.pathExtension.utf8)
@@ -87,41 +99,47 @@ enum URLScan {
     /// then reads its last component backwards, so only that component is looked at byte by byte.
     /// `schemeEnd`, when given, is where the string's scheme ends (so it is not scanned again).
     static func scanShortExtension(_ string: String, schemeEnd knownEnd: Int? = nil) -> Scan {
-        string.utf8.withContiguousStorageIfAvailable { bytes -> Scan in
-            guard let colon = knownEnd ?? schemeEnd(bytes), colon < bytes.count, let base = bytes.baseAddress else {
-                return .undecided
+        string.utf8.withContiguousStorageIfAvailable { bytes in scanShortExtension(bytes, schemeEnd: knownEnd) }
+            ?? .undecided
+    }
+
+    /// ``scanShortExtension(_:schemeEnd:)`` over the absolute string's bytes, for a caller that holds them already
+    /// (the key builder reads them once for the escape check, the scan and the copy).
+    @inline(__always)
+    static func scanShortExtension(_ bytes: UnsafeBufferPointer<UInt8>, schemeEnd knownEnd: Int?) -> Scan {
+        guard let colon = knownEnd ?? schemeEnd(bytes), colon < bytes.count, let base = bytes.baseAddress else {
+            return .undecided
+        }
+        let hasAuthority = colon + 2 < bytes.count && bytes[colon + 1] == slash && bytes[colon + 2] == slash
+        // The path (or, without a path, the authority) ends at the query or the fragment.
+        let rest = colon + 1
+        var pathEnd = bytes.count
+        if let end = firstQueryOrFragment(base, from: rest, to: bytes.count) { pathEnd = end }
+        // An authority holds no `/`: the last `/` after it starts the last path component.
+        let lowest = hasAuthority ? colon + 3 : rest
+        guard pathEnd > lowest, bytes[pathEnd - 1] != slash else { return .undecided }
+        var index = pathEnd - 1
+        var lastDot = -1
+        while index >= lowest, bytes[index] != slash {
+            switch bytes[index] {
+            case percent, semicolon: return .undecided
+            case dot where lastDot < 0: lastDot = index
+            default: break
             }
-            let hasAuthority = colon + 2 < bytes.count && bytes[colon + 1] == slash && bytes[colon + 2] == slash
-            // The path (or, without a path, the authority) ends at the query or the fragment.
-            let rest = colon + 1
-            var pathEnd = bytes.count
-            if let end = firstQueryOrFragment(base, from: rest, to: bytes.count) { pathEnd = end }
-            // An authority holds no `/`: the last `/` after it starts the last path component.
-            let lowest = hasAuthority ? colon + 3 : rest
-            guard pathEnd > lowest, bytes[pathEnd - 1] != slash else { return .undecided }
-            var index = pathEnd - 1
-            var lastDot = -1
-            while index >= lowest, bytes[index] != slash {
-                switch bytes[index] {
-                case percent, semicolon: return .undecided
-                case dot where lastDot < 0: lastDot = index
-                default: break
-                }
-                index -= 1
-            }
-            // No `/` after the authority: no path at all.
-            if hasAuthority && index < lowest { return .undecided }
-            let componentStart = index + 1
-            // No dot in the last component, or a stem (what comes before the last dot) of "", "." or ".."
-            // (`.png`, `..png`, `...png`: a hidden name, as Foundation reads it; `....png` has the extension).
-            guard lastDot > componentStart else { return .decided(nil) }
-            let stemLength = lastDot - componentStart
-            if stemLength <= 2 && bytes[componentStart] == dot && bytes[lastDot - 1] == dot {
-                return .decided(nil)
-            }
-            let ext = ShortExtension(lowercasing: UnsafeBufferPointer(rebasing: bytes[(lastDot + 1)..<pathEnd]))
-            return .decided(ext)
-        } ?? .undecided
+            index -= 1
+        }
+        // No `/` after the authority: no path at all.
+        if hasAuthority && index < lowest { return .undecided }
+        let componentStart = index + 1
+        // No dot in the last component, or a stem (what comes before the last dot) of "", "." or ".."
+        // (`.png`, `..png`, `...png`: a hidden name, as Foundation reads it; `....png` has the extension).
+        guard lastDot > componentStart else { return .decided(nil) }
+        let stemLength = lastDot - componentStart
+        if stemLength <= 2 && bytes[componentStart] == dot && bytes[lastDot - 1] == dot {
+            return .decided(nil)
+        }
+        let ext = ShortExtension(lowercasing: UnsafeBufferPointer(rebasing: bytes[(lastDot + 1)..<pathEnd]))
+        return .decided(ext)
     }
 
     /// The index of the first `?` or `#` in `start[from..<end]`, eight bytes per step (one pass for both).
