@@ -50,16 +50,11 @@ struct DiskCacheWritePoolTests {
     func writeThreadsAreNamedAfterThePool() async {
         let pool = DiskWritePool(label: "disk-write-label", maxThreads: 1)
         let name = Mutex<String?>(nil)
-        @Sendable func kernelName() -> String? {
-            (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8))?
-                .trimmingCharacters(in: .newlines)
-        }
         // Spawned from a thread with another name, as an event loop spawns write threads.
-        let spawner = Thread {
-            WorkPool.nameCurrentThread("spawner-thread")
-            pool.submit { name.withLock { $0 = kernelName() } }
+        startThreadNamed("spawner-thread") {
+            #expect(kernelThreadName() == "spawner-thread")
+            pool.submit { name.withLock { $0 = kernelThreadName() } }
         }
-        spawner.start()
         #expect(await waitUntil { name.withLock { $0 } != nil })
         #expect(name.withLock { $0 } == "disk-write-labe")
     }

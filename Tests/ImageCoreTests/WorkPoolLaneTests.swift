@@ -21,16 +21,10 @@ import Testing
         let pool = WorkPool(label: "named-pool-label-longer-than-15", maxConcurrent: 1)
         let name = Locked<String?>(nil)
         // Spawned from a thread with another name, as an event loop spawns pool threads.
-        @Sendable func kernelName() -> String? {
-            (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8))?
-                .trimmingCharacters(in: .newlines)
+        startThreadNamed("spawner-thread") {
+            #expect(kernelThreadName() == "spawner-thread")
+            pool.submit { name.withLock { $0 = kernelThreadName() } }
         }
-        let spawner = Thread {
-            WorkPool.nameCurrentThread("spawner-thread")
-            #expect(kernelName() == "spawner-thread")
-            pool.submit { name.withLock { $0 = kernelName() } }
-        }
-        spawner.start()
         #expect(await waitUntil { name.value != nil })
         #expect(name.value == "named-pool-labe")
     }
