@@ -22,13 +22,28 @@ import Synchronization
 /// ``HTTPLoaderConfiguration/callbackQueue`` are drained asynchronously instead, so no callback runs inside
 /// `requestImage` or `cancel()`.
 final class Transfer: Sendable {
-    struct Caller: Sendable {
+    /// One caller's callbacks and per-caller rules. A class, immutable: it moves from `requestImage` into the
+    /// transfer and out into a delivery, and copying five closures and existentials was as many reference counts.
+    final class Caller: Sendable {
         let progress: (@Sendable (LoadProgress) -> Void)?
         let completion: @Sendable (Result<LoadedImageData, ImageError>) -> Void
         let responseModifier: (any ResponseModifier)?
         let decryptor: (any DownloadDecryptor)?
         /// The caller's own judge of the first bytes (the manager's pixel budget, for example).
         let headerCheck: DownloadHeaderCheck?
+
+        init(
+            progress: (@Sendable (LoadProgress) -> Void)?,
+            completion: @escaping @Sendable (Result<LoadedImageData, ImageError>) -> Void,
+            responseModifier: (any ResponseModifier)?, decryptor: (any DownloadDecryptor)?,
+            headerCheck: DownloadHeaderCheck?
+        ) {
+            self.progress = progress
+            self.completion = completion
+            self.responseModifier = responseModifier
+            self.decryptor = decryptor
+            self.headerCheck = headerCheck
+        }
     }
 
     /// A callback to run.

@@ -2,7 +2,10 @@ import ImageCore
 import NIOHTTP1
 
 /// What one transfer sends; its ``key`` decides which callers share it.
-struct TransferRequest: Sendable {
+///
+/// A class, immutable: the request passes from the caller through the loader's queue to its transfer, and a
+/// copy of a struct this size was a dozen reference counts each time.
+final class TransferRequest: Sendable {
     /// Which requests share a transfer: the same method, URL and headers after the modifiers (names lowercased,
     /// order ignored; credential-bearing headers compared in full, so different credentials never merge), the
     /// same transfer options — certificate checks, cookie handling and its partition, the deadline — and not

@@ -43,6 +43,21 @@ import Testing
         }
     }
 
+    /// The five fields the metadata reads are found whatever the case of their names.
+    @Test func metadataFindsItsFieldsInAnyCase() {
+        let shouted = HTTPResponseParsing.metadata(
+            statusCode: 200,
+            headers: [
+                (name: "CONTENT-TYPE", value: "image/png"), (name: "ETAG", value: "\"x\""),
+                (name: "LAST-MODIFIED", value: "Sun, 06 Nov 1994 08:49:37 GMT"),
+                (name: "CACHE-CONTROL", value: "max-age=9"), (name: "CONTENT-LENGTH", value: "7"),
+            ], url: nil)
+        #expect(shouted.contentType == "image/png" && shouted.etag == "\"x\"" && shouted.maxAge == 9)
+        #expect(shouted.lastModified == "Sun, 06 Nov 1994 08:49:37 GMT" && shouted.expectedContentLength == 7)
+        #expect(
+            Set(shouted.headers.keys) == ["content-type", "etag", "last-modified", "cache-control", "content-length"])
+    }
+
     @Test func metadataReadsTheJoinedValueOfARepeatedField() {
         let response = HTTPResponseParsing.metadata(
             statusCode: 200,

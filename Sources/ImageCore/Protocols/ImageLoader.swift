@@ -85,45 +85,6 @@ public struct LoadProgress: Sendable {
     }
 }
 
-/// What a loader learned from the response besides the bytes.
-public struct ResponseMetadata: Hashable, Sendable {
-    /// The final URL (after redirects).
-    public var url: URL?
-    /// The HTTP status, nil for non-HTTP loaders.
-    public var statusCode: Int?
-    /// The content type (`image/png`), without parameters.
-    public var contentType: String?
-    /// The `ETag` validator.
-    public var etag: String?
-    /// The `Last-Modified` validator, verbatim.
-    public var lastModified: String?
-    /// `Cache-Control: max-age`, seconds.
-    public var maxAge: Int?
-    /// The expected length (`Content-Length`).
-    public var expectedContentLength: Int?
-    /// Response headers, names lowercased.
-    public var headers: [String: String]
-
-    /// The response's `Cache-Control` directives (from ``headers``).
-    public var cacheControl: CacheControl { CacheControl(headerValue: headers["cache-control"]) }
-
-    /// Creates metadata.
-    public init(
-        url: URL? = nil, statusCode: Int? = nil, contentType: String? = nil, etag: String? = nil,
-        lastModified: String? = nil, maxAge: Int? = nil, expectedContentLength: Int? = nil,
-        headers: [String: String] = [:]
-    ) {
-        self.url = url
-        self.statusCode = statusCode
-        self.contentType = contentType
-        self.etag = etag
-        self.lastModified = lastModified
-        self.maxAge = maxAge
-        self.expectedContentLength = expectedContentLength
-        self.headers = headers
-    }
-}
-
 /// The result of a load: bytes, response metadata and optionally an image the loader made itself.
 public struct LoadedImageData: Sendable {
     /// The image bytes (after any decryptor).
