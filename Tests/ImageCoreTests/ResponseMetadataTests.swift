@@ -1,7 +1,6 @@
 import Foundation
+import ImageCore
 import Testing
-
-@testable import ImageCore
 
 /// `ResponseMetadata` keeps its fields in a shared box: it must still behave as a plain struct of them.
 @Suite struct ResponseMetadataTests {
