@@ -105,32 +105,32 @@ enum DiskFileNaming {
     /// Where the extension sits in the key's bytes: after the last `.` of the last path segment (before any `?`
     /// or `#`), 1 to ``maxExtensionLength`` ASCII letters or digits. The delimiters are ASCII, which UTF-8 never
     /// uses inside a multi-byte character, so a byte scan finds exactly them.
-    private static func pathExtensionRange(of utf8: UnsafeBufferPointer<UInt8>) -> Range<Int>? {
-        // One forward pass: the last `.` after the last `/`, up to the first `?` or `#`.
+    ///
+    /// Every hit names its file, so this runs per lookup: `memchr` finds the end of the path (vectorised, where a
+    /// byte-by-byte switch cost ten instructions a byte of the key), then at most six bytes are looked at
+    /// backwards. An extension is only letters and digits, so any other byte there (a `/` included) means none.
+    static func pathExtensionRange(of utf8: UnsafeBufferPointer<UInt8>) -> Range<Int>? {
+        guard let base = utf8.baseAddress, !utf8.isEmpty else { return nil }
         var end = utf8.count
-        var dot = -1
-        var index = 0
-        while index < end {
-            switch utf8[index] {
-            case UInt8(ascii: "?"), UInt8(ascii: "#"): end = index
-            case UInt8(ascii: "/"): dot = -1
-            case UInt8(ascii: "."): dot = index
-            default: break
-            }
-            index += 1
+        func cut(at delimiter: Unicode.Scalar) {
+            guard let found = memchr(base, Int32(delimiter.value), end) else { return }
+            end = base.distance(to: found.assumingMemoryBound(to: UInt8.self))
         }
-        guard dot >= 0 else { return nil }
-        let range = (dot + 1)..<end
-        guard (1...maxExtensionLength).contains(range.count) else { return nil }
-        for position in range {
-            switch utf8[position] {
+        cut(at: "?")
+        cut(at: "#")
+        var index = end - 1
+        while index >= 0 && index >= end - 1 - maxExtensionLength {
+            switch utf8[index] {
+            case UInt8(ascii: "."):
+                return index + 1 < end ? (index + 1)..<end : nil
             case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
                 UInt8(ascii: "0")...UInt8(ascii: "9"):
-                continue
-            default: return nil
+                index -= 1
+            default:
+                return nil
             }
         }
-        return range
+        return nil
     }
 
     /// True when `name` has the shape of an entry file name of this version.

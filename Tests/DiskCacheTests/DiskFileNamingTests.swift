@@ -151,6 +151,40 @@ struct DiskFileNamingTests {
         #expect(distinctPairs.load(ordering: .relaxed) > 200, "most pairs must exercise the store")
     }
 
+    /// The extension rule written plainly (as names computed it before the `memchr` scan): the last `.`
+    /// after the last `/`, up to the first `?` or `#`, then 1 to 5 ASCII letters or digits.
+    static func referenceExtensionRange(_ bytes: [UInt8]) -> Range<Int>? {
+        let end = bytes.firstIndex { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") } ?? bytes.count
+        let path = bytes[..<end]
+        let segmentStart = (path.lastIndex(of: UInt8(ascii: "/")) ?? -1) + 1
+        guard let dot = path[segmentStart...].lastIndex(of: UInt8(ascii: ".")) else { return nil }
+        let range = (dot + 1)..<end
+        let alphanumeric = bytes[range].allSatisfy { byte in
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+                || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+        }
+        return (1...DiskFileNaming.maxExtensionLength).contains(range.count) && alphanumeric ? range : nil
+    }
+
+    @Test("property: the extension of a key's file name is the one the plain rule finds, for any key")
+    func extensionMatchesTheReference() async {
+        print("DiskFileNaming extension property: 2,000 random keys (a failure prints the seed)")
+        let suffixes = Gen<String?>.element(of: [
+            "", ".jpg", ".JPEG", ".webp?v=1", ".a1b2c", ".abcdef", "x/.p", "?.png",
+        ])
+        await propertyCheck(count: 2000, input: Self.keyGenerator, suffixes.map { $0 ?? "" }) { key, suffix in
+            let key = key + suffix
+            let bytes = Array(key.utf8)
+            let found = bytes.withUnsafeBufferPointer { DiskFileNaming.pathExtensionRange(of: $0) }
+            #expect(found == Self.referenceExtensionRange(bytes), "key \(key.debugDescription)")
+            let expected = Self.referenceExtensionRange(bytes).map {
+                String(decoding: bytes[$0], as: UTF8.self).lowercased()
+            }
+            #expect(DiskFileNaming.pathExtension(of: key) == expected, "key \(key.debugDescription)")
+        }
+    }
+
     @Test("an entry file copied under another key's name is that key's miss, never its hit")
     func foreignFileUnderMyName() throws {
         let cache = DiskTest.cache()
