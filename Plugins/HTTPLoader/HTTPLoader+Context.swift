@@ -3,7 +3,9 @@ import ImageCore
 extension ImageContextOption {
     /// `Double`, seconds: this load's total transfer deadline, instead of
     /// ``HTTPLoaderConfiguration/maximumTransferDuration``. A request modifier's ``ImageRequest/timeout`` wins.
-    public static let httpTransferTimeout = ImageContextOption("webimage.httploader.transferTimeout")
+    public static let httpTransferTimeout = ImageContextOption(
+        "webimage.httploader.transferTimeout",
+        traits: OptionTraits(.bytesFetched, download: .field("webimage.httploader.transferTimeout")))
 }
 
 extension ImageContext {

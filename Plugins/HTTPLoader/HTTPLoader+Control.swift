@@ -3,35 +3,43 @@ import ImageCore
 
 /// Cancelling downloads (SDWebImageDownloader's `cancelAllDownloads`) and ending the loader.
 extension HTTPLoader {
-    /// Cancels every queued and running transfer; the loader keeps running and accepts new requests.
+    /// Cancels every queued and running transfer, and every manager download waiting to reach this loader; the
+    /// loader keeps running and accepts new requests.
     ///
-    /// Every caller of a cancelled transfer completes with `cancelled` (stage `download`), on a Dispatch queue (or
-    /// the configured ``HTTPLoaderConfiguration/callbackQueue``), never inside this call; running requests are
-    /// cancelled and their connections closed, queued ones are never sent. A request made after this call
-    /// starts a new transfer. Thread-safe.
+    /// One registry (``downloadControl``) ends them together: the downloads an ``ImageManager`` holds in its
+    /// admission queue for this loader (they never start), the manager jobs of those downloads (their loads complete
+    /// with `cancelled`, and no load joins them any more), then the transfers themselves. Every caller of a cancelled
+    /// transfer completes with `cancelled` (stage `download`), on a Dispatch queue (or the configured
+    /// ``HTTPLoaderConfiguration/callbackQueue``), never inside this call; running requests are cancelled and their
+    /// connections closed, queued ones are never sent. A load or request made after this call returns starts a new
+    /// transfer. Thread-safe.
     ///
-    /// - Returns: The number of transfers cancelled.
+    /// - Returns: The number of transfers cancelled, plus the manager downloads that were waiting to start.
     @discardableResult
     public func cancelAllDownloads() -> Int {
-        cancel { _ in true }
+        control.cancelAll() + cancel { _ in true }
     }
 
-    /// Cancels the transfers of `url` (compared by its absolute string, as requested before redirects): every
-    /// transfer of that URL, whatever its headers or deadline. Other transfers go on; see
-    /// ``cancelAllDownloads()`` for what cancelling does.
+    /// Cancels the downloads of `url` — compared by its absolute string as the caller gave it, before any request
+    /// modifier rewrote it or a redirect moved it — the same way ``cancelAllDownloads()`` cancels all: every
+    /// transfer a caller asked `url` of, whatever its headers or deadline, and the managers' downloads of `url`
+    /// still waiting to reach this loader. Other transfers go on.
     ///
-    /// - Returns: The number of transfers cancelled.
+    /// - Returns: The number of transfers cancelled, plus the manager downloads that were waiting to start.
     @discardableResult
     public func cancelDownloads(for url: URL) -> Int {
         let target = url.absoluteString
-        return cancel { $0.request.key.url == target }
+        return control.cancel(url: url) + cancel { $0.serves(requestedURL: target) }
     }
+
+    /// The registry managers register their downloads of this loader in (see ``cancelAllDownloads()``).
+    public func downloadControl(for url: URL) -> DownloadControl? { control }
 
     /// Aborts the transfers `matching` selects, running and queued.
     private func cancel(where matching: (Transfer) -> Bool) -> Int {
-        let selected = state.withLock { state -> [Transfer] in
-            state.queued.values.filter(matching) + state.running.values.filter(matching)
-        }
+        // Matched outside the loader's lock: a match may take the transfer's own lock.
+        let all = state.withLock { state -> [Transfer] in Array(state.queued.values) + Array(state.running.values) }
+        let selected = all.filter(matching)
         for transfer in selected { transfer.abort(.cancelled(stage: .download)) }
         return selected.count
     }

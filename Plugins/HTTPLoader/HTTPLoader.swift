@@ -56,6 +56,8 @@ public final class HTTPLoader: ImageLoader {
 
     /// The configuration the loader was created with.
     public let configuration: HTTPLoaderConfiguration
+    /// The cancel registry of this loader's downloads (``downloadControl(for:)``).
+    let control = DownloadControl()
     /// The cookies stored and sent for loads with ``ImageOptions/handleCookies``, per
     /// ``ImageContext/cachePartitionKey``.
     public let cookieJar: HTTPCookieJar
@@ -269,7 +271,8 @@ public final class HTTPLoader: ImageLoader {
         }
         let caller = Transfer.Caller(
             progress: progress, completion: completion, responseModifier: context.downloadResponseModifier,
-            decryptor: context.downloadDecryptor ?? configuration.decryptor, headerCheck: context.downloadHeaderCheck)
+            decryptor: context.downloadDecryptor ?? configuration.decryptor, headerCheck: context.downloadHeaderCheck,
+            requestedURL: url.absoluteString)
         let priority = DownloadPriority(ImageLoadPriority(options: options))
         let info = TransferStateMachine.Subscriber(
             id: subscriber, progressive: options.contains(.progressiveLoad), wantsProgress: progress != nil,

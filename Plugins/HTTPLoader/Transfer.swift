@@ -31,13 +31,17 @@ final class Transfer: Sendable {
         let decryptor: (any DownloadDecryptor)?
         /// The caller's own judge of the first bytes (the manager's pixel budget, for example).
         let headerCheck: DownloadHeaderCheck?
+        /// The URL the caller asked for (its absolute string), before a request modifier rewrote it: what
+        /// ``HTTPLoader/cancelDownloads(for:)`` matches.
+        let requestedURL: String
 
         init(
             progress: (@Sendable (LoadProgress) -> Void)?,
             completion: @escaping @Sendable (Result<LoadedImageData, ImageError>) -> Void,
             responseModifier: (any ResponseModifier)?, decryptor: (any DownloadDecryptor)?,
-            headerCheck: DownloadHeaderCheck?
+            headerCheck: DownloadHeaderCheck?, requestedURL: String
         ) {
+            self.requestedURL = requestedURL
             self.progress = progress
             self.completion = completion
             self.responseModifier = responseModifier
@@ -127,6 +131,11 @@ final class Transfer: Sendable {
             }
             return (inner.machine.subscribers.count, drain)
         }
+    }
+
+    /// True when a caller of this transfer asked for `url` (its absolute string, before any request modifier).
+    func serves(requestedURL url: String) -> Bool {
+        inner.withLock { inner in inner.callers.values.contains { $0.requestedURL == url } }
     }
 
     /// The transfer's priority in the loader's queue (the highest of its callers').

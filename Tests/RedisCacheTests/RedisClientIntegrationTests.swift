@@ -175,7 +175,7 @@ struct RedisClientIntegrationTests {
         let cache = RedisCache(configuration: configuration)
         defer { cache.shutdown() }
         #expect(await cache.put(Data("over tls".utf8), metadata: nil, forKey: "tls-key"))
-        guard case .hit(let data, _) = await cache.lookup("tls-key", options: []) else {
+        guard case .hit(let data, _) = await cache.lookup("tls-key", options: [], claiming: false) else {
             Issue.record("no hit over TLS")
             return
         }

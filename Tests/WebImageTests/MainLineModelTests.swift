@@ -486,7 +486,16 @@ final class MissLedger: ImageCacheProtocol, Sendable {
         forKey key: String, options: ImageOptions, context: ImageContext, cacheType: ImageCacheType,
         completion: @escaping @Sendable (Result<CacheQueryResult?, ImageError>) -> Void
     ) -> (any ImageOperation)? {
-        inner.queryImage(forKey: key, options: options, context: context, cacheType: cacheType) { result in
+        inner.queryImage(forKey: key, options: options, context: context, cacheType: cacheType, completion: completion)
+    }
+
+    /// The manager's claiming queries: each miss is a claim it must end once.
+    func queryImageClaimingMiss(
+        forKey key: String, options: ImageOptions, context: ImageContext, cacheType: ImageCacheType,
+        completion: @escaping @Sendable (Result<CacheQueryResult?, ImageError>) -> Void
+    ) -> (any ImageOperation)? {
+        inner.queryImageClaimingMiss(forKey: key, options: options, context: context, cacheType: cacheType) {
+            result in
             let missed: Bool
             switch result {
             case .success(let hit): missed = hit == nil || (hit?.image == nil && hit?.data == nil)

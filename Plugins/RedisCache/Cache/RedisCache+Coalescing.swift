@@ -27,7 +27,9 @@ extension RedisCache {
         _ key: String, keys: RedisKeys, settings: RedisCacheConfiguration.FleetCoalescing
     ) async -> Lookup {
         switch await takeLease(keys, settings: settings) {
-        case .taken, .ours, .failed:
+        case .taken:
+            return .leased
+        case .ours, .failed:
             return .miss
         case .notStored:
             metrics.coalesceFallbacks.increment()
@@ -59,7 +61,10 @@ extension RedisCache {
             if replies[2].isNull {
                 // The holder is gone without an entry: take over, or wait for whoever did.
                 switch await takeLease(keys, settings: settings) {
-                case .taken, .ours, .failed, .notStored:
+                case .taken:
+                    metrics.coalesceFallbacks.increment()
+                    return .leased
+                case .ours, .failed, .notStored:
                     metrics.coalesceFallbacks.increment()
                     return .miss
                 case .heldByAnother:

@@ -3,17 +3,39 @@ import ImageCore
 import Synchronization
 
 extension RedisCache {
-    /// Looks `key` up in Redis when `cacheType` has `.disk`.
+    /// Looks `key` up in Redis when `cacheType` has `.disk`; never takes a fleet lease (see
+    /// ``queryImageClaimingMiss(forKey:options:context:cacheType:completion:)``).
     ///
     /// Completes on the cache's queue with the bytes and metadata (`cacheType` `.disk`), or nil for a miss —
-    /// including every Redis failure (logged, counted, never reported). With fleet coalescing a miss may first
-    /// wait for another process that is fetching the same key. A hit is copied to `promotingHitsTo`. Always
+    /// including every Redis failure (logged, counted, never reported). A hit is copied to `promotingHitsTo`. Always
     /// answers asynchronously, also with ``ImageCore/ImageOptions/queryDiskDataSync`` (a network level cannot
     /// answer before returning without blocking the caller's thread). Returns an operation whose cancellation
     /// completes the query with `cancelled` at once.
     @discardableResult
     public func queryImage(
         forKey key: String, options: ImageOptions, context: ImageContext, cacheType: ImageCacheType,
+        completion: @escaping @Sendable (Result<CacheQueryResult?, ImageError>) -> Void
+    ) -> (any ImageOperation)? {
+        query(key, options: options, cacheType: cacheType, claiming: false, completion: completion)
+    }
+
+    /// Looks `key` up like ``queryImage(forKey:options:context:cacheType:completion:)``; with fleet coalescing a
+    /// miss first takes the key's lease or waits for the process that holds it (see
+    /// ``RedisCacheConfiguration/FleetCoalescing``).
+    ///
+    /// A lease this query took is the caller's when the answer is nil: it ends with the caller's store of the key
+    /// or its ``missEnded(forKey:cacheType:outcome:)``. When the query is cancelled after it took the lease, the
+    /// cache ends the lease itself (``ImageCore/CacheMissOutcome/abandoned``: a waiter takes the fetch over).
+    @discardableResult
+    public func queryImageClaimingMiss(
+        forKey key: String, options: ImageOptions, context: ImageContext, cacheType: ImageCacheType,
+        completion: @escaping @Sendable (Result<CacheQueryResult?, ImageError>) -> Void
+    ) -> (any ImageOperation)? {
+        query(key, options: options, cacheType: cacheType, claiming: true, completion: completion)
+    }
+
+    private func query(
+        _ key: String, options: ImageOptions, cacheType: ImageCacheType, claiming: Bool,
         completion: @escaping @Sendable (Result<CacheQueryResult?, ImageError>) -> Void
     ) -> (any ImageOperation)? {
         guard cacheType.contains(.disk) else {
@@ -23,10 +45,13 @@ extension RedisCache {
         let once = OnceCompletion(completion, queue: callbackQueue)
         let operation = CancellableOperation()
         let task = Task {
-            let found = await self.lookup(key, options: options)
+            let found = await self.lookup(key, options: options, claiming: claiming)
             switch found {
             case .miss:
                 once.complete(.success(nil))
+            case .leased:
+                // Cancelled meanwhile: nobody will end the lease this query took, so end it here.
+                if !once.complete(.success(nil)) { await endLease(keys(for: key), outcome: .abandoned) }
             case .hit(let data, let metadata):
                 promote(data, metadata: metadata, forKey: key)
                 once.complete(.success(CacheQueryResult(data: data, metadata: metadata, cacheType: .disk)))
@@ -120,12 +145,15 @@ final class OnceCompletion<Value: Sendable>: Sendable {
         self.queue = queue
     }
 
-    func complete(_ value: Value) {
+    /// Delivers `value` unless something was delivered before; true when this call delivered.
+    @discardableResult
+    func complete(_ value: Value) -> Bool {
         guard
             let completion = completion.withLock({ stored in
                 defer { stored = nil }; return stored
             })
-        else { return }
+        else { return false }
         queue.async { completion(value) }
+        return true
     }
 }

@@ -9,14 +9,19 @@ extension RedisCache {
     enum Lookup: Sendable {
         /// The entry was there.
         case hit(data: Data, metadata: CacheEntryMetadata)
-        /// Not there; this process should fetch it (it holds the lease, or coalescing is off).
+        /// Not there; this process should fetch it (coalescing is off, another load of this process holds the
+        /// lease, or Redis failed).
         case miss
+        /// Not there, and this query took the fleet lease: the caller owns it (it ends with a store or
+        /// ``RedisCache/missEnded(forKey:cacheType:outcome:)``).
+        case leased
     }
 
     func keys(for key: String) -> RedisKeys { RedisKeys(prefix: configuration.keyPrefix, key: key) }
 
-    /// Reads the entry for `key`; with fleet coalescing, a miss may wait for another process's fetch.
-    func lookup(_ key: String, options: ImageOptions) async -> Lookup {
+    /// Reads the entry for `key`; with fleet coalescing and `claiming` (a caller that ends what its miss holds), a
+    /// miss takes the lease or waits for another process's fetch. Without `claiming` no lease is ever taken.
+    func lookup(_ key: String, options: ImageOptions, claiming: Bool) async -> Lookup {
         let keys = keys(for: key)
         let start = clock()
         let replies = await guarded("GET") { () async throws(RedisClientError) in
@@ -26,7 +31,9 @@ extension RedisCache {
         metrics.queryDuration.recordNanoseconds(Int64((clock() - start) * 1e9))
         if let hit = entry(length: replies[0], prefix: replies[1], key: key) { return hit }
         metrics.misses.increment()
-        guard let coalescing = configuration.fleetCoalescing, !options.contains(.fromCacheOnly) else { return .miss }
+        guard claiming, let coalescing = configuration.fleetCoalescing, !options.contains(.fromCacheOnly) else {
+            return .miss
+        }
         return await coalesce(key, keys: keys, settings: coalescing)
     }
 

@@ -1,3 +1,5 @@
+import Foundation
+
 /// How many downloads may be ahead of the decoder: started (in flight, or finished with their bytes waiting for a
 /// decode thread) and not yet decoded. A pure state machine; ``DownloadAdmission`` is its locked shell.
 ///
@@ -145,8 +147,12 @@ final class DownloadAdmission: Sendable {
     /// Returns the operation of a download that `start` begins once admitted (at once when it may start now);
     /// it waits at `priority` (the operation's ``AdmittedDownload/priority`` changes it later).
     /// `cancelledWhileWaiting` ends the fetch when the operation is cancelled before it started.
+    ///
+    /// A download that has to wait registers in `control` (the loader's cancel registry) under `url` while it
+    /// waits, so the loader's cancels reach it before it ever starts.
     func admit(
-        priority: ImageLoadPriority = .normal, _ start: @escaping @Sendable () -> (any ImageOperation)?,
+        priority: ImageLoadPriority = .normal, control: DownloadControl? = nil, url: URL? = nil,
+        _ start: @escaping @Sendable () -> (any ImageOperation)?,
         cancelledWhileWaiting: @escaping @Sendable () -> Void
     ) -> AdmittedDownload {
         let download = AdmittedDownload(
@@ -156,7 +162,12 @@ final class DownloadAdmission: Sendable {
             if !now { state.starts[ObjectIdentifier(download)] = download }
             return now
         }
-        if now { download.begin() }
+        if now {
+            download.begin()
+        } else if let control, let url {
+            download.registerWhileWaiting(
+                control.register(url: url, stage: .waiting) { [weak download] in download?.cancel() })
+        }
         return download
     }
 
@@ -198,6 +209,10 @@ final class AdmittedDownload: PrioritizableOperation {
         var phase = Phase.waiting
         var priority = ImageLoadPriority.normal
         var released = false
+        /// The loader's cancel registry entry while the download waits; ended when it starts or ends.
+        var waitingRegistration: DownloadControl.Registration?
+        /// A registration that arrived after the download already left the queue: dropped at once.
+        var leftQueue = false
         // Dropped once used: they hold the fetch job, which holds this operation.
         var start: (@Sendable () -> (any ImageOperation)?)?
         var cancelledWhileWaiting: (@Sendable () -> Void)?
@@ -235,8 +250,29 @@ final class AdmittedDownload: PrioritizableOperation {
         }
     }
 
+    /// Keeps the cancel-registry entry of a waiting download until it leaves the queue.
+    fileprivate func registerWhileWaiting(_ registration: DownloadControl.Registration) {
+        let late = state.withLock { state -> Bool in
+            if state.leftQueue { return true }
+            state.waitingRegistration = registration
+            return false
+        }
+        if late { registration.unregister() }
+    }
+
+    /// The download left the queue (started, withdrawn or cancelled): its waiting entry ends.
+    private func leaveQueue() {
+        let registration = state.withLock { state -> DownloadControl.Registration? in
+            state.leftQueue = true
+            defer { state.waitingRegistration = nil }
+            return state.waitingRegistration
+        }
+        registration?.unregister()
+    }
+
     /// Admitted: starts the download, unless it was cancelled meanwhile.
     fileprivate func begin() {
+        leaveQueue()
         let start = state.withLock { state -> (@Sendable () -> (any ImageOperation)?)? in
             guard case .waiting = state.phase else { return nil }
             state.phase = .starting
@@ -256,7 +292,9 @@ final class AdmittedDownload: PrioritizableOperation {
         if cancel {
             // The loader ends the fetch with its cancelled completion.
             operation?.cancel()
-        } else if priority != .normal, let prioritizable = operation as? any PrioritizableOperation {
+        } else if let prioritizable = operation as? any PrioritizableOperation {
+            // The loader was asked at the priority of the load's options; whatever the priority became while it
+            // waited (raised, lowered, or set back to normal) reaches the loader now.
             prioritizable.priority = priority
         }
     }
@@ -264,6 +302,7 @@ final class AdmittedDownload: PrioritizableOperation {
     /// The download no longer holds a place ahead of the decoder (its decode started, or its fetch ended).
     /// Idempotent.
     func release() {
+        leaveQueue()
         let (first, waiting) = state.withLock { state -> (Bool, Bool) in
             defer { state.released = true }
             let waiting = if case .waiting = state.phase { true } else { false }
@@ -282,6 +321,7 @@ final class AdmittedDownload: PrioritizableOperation {
     }
 
     func cancel() {
+        leaveQueue()
         let (previous, cancelledWhileWaiting) = state.withLock { state -> (Phase, (@Sendable () -> Void)?) in
             defer {
                 state.phase = .cancelled

@@ -86,7 +86,11 @@ extension FetchJob {
                         let wrapped = ImageError(
                             .transformFailed, stage: .transform, message: transformer.transformerKey,
                             underlying: SendableErrorBox(error))
-                        return event { $0.machine.productFailed(key, wrapped) }
+                        // Decided: this process will not store the key (others fetch it themselves, not wait).
+                        return event { state in
+                            if let cacheKey = plan.key { state.decidedKeys.insert(cacheKey) }
+                            return state.machine.productFailed(key, wrapped)
+                        }
                     }
                 }
             }
@@ -104,7 +108,11 @@ extension FetchJob {
         // (ends its cache misses) only after the store, so a fleet lease ends after the entry is written.
         state.withLock { state in
             state.pendingStores += 1
-            state.madeProduct = true
+            if let cacheKey = plan.key { state.decidedKeys.insert(cacheKey) }
+            // A download decided the original's key too (its bytes are stored with the product, or not at all).
+            if case .download = source.origin, let originalKey = plan.originalKey {
+                state.decidedKeys.insert(originalKey)
+            }
         }
         manager.store(product, source: source, plan: plan) { storedKeys in
             self.event { state in

@@ -35,13 +35,12 @@ extension FetchJob {
         var started: Set<DecodeKey> = []
         for subscriber in subscribers where subscriber.info.plan.options.contains(.progressiveLoad) {
             guard started.insert(subscriber.decodeKey).inserted else { continue }
-            let coder = (subscriber.info.plan.decoder as? any ProgressiveImageCoder) ?? manager.coders
-            decodePreview(partial, key: subscriber.decodeKey, coder: coder)
+            decodePreview(partial, key: subscriber.decodeKey, plan: subscriber.info.plan)
         }
     }
 
     /// Feeds the bytes so far to the key's incremental decoder, one decode at a time; newer bytes replace queued ones.
-    private func decodePreview(_ data: Data, key: DecodeKey, coder: any ProgressiveImageCoder) {
+    private func decodePreview(_ data: Data, key: DecodeKey, plan: LoadPlan) {
         let start = state.withLock { state -> Bool in
             var progressive = state.progressive ?? ProgressiveState()
             defer { state.progressive = progressive }
@@ -53,14 +52,14 @@ extension FetchJob {
             preview.busy = true
             return true
         }
-        if start { manager.workPool.submit { self.drainPreviews(key: key, coder: coder) } }
+        if start { manager.workPool.submit { self.drainPreviews(key: key, plan: plan) } }
     }
 
     private func newPreviewDecoder(count: Int) -> PreviewDecoder? {
         count < Self.maxPreviewDecoders ? PreviewDecoder() : nil
     }
 
-    private func drainPreviews(key: DecodeKey, coder: any ProgressiveImageCoder) {
+    private func drainPreviews(key: DecodeKey, plan: LoadPlan) {
         while true {
             // The decoder is only touched by the one drain loop that holds `busy`, so it runs outside the lock.
             let next = state.withLock { state -> (Data, DecoderBox?)? in
@@ -75,12 +74,22 @@ extension FetchJob {
                 return (data, preview.decoder)
             }
             guard let (data, existing) = next else { return }
-            let box = existing ?? DecoderBox(coder.makeIncrementalDecoder(options: key.options))
+            let box = existing ?? DecoderBox(makePreviewDecoder(plan: plan, options: key.options))
             if existing == nil { state.withLock { $0.progressive?.decoders[key]?.decoder = box } }
             box.decoder.update(data, isFinal: false)
             guard let preview = try? box.decoder.currentImage(), preview.metadata.isPartial else { continue }
             deliverPreview(preview, key: key)
         }
+    }
+
+    /// The incremental decoder of a load's previews: its own coder's when the context names a progressive one, else
+    /// the manager's registry; either way under the same contract and with the same steps after the coder as the
+    /// final decode (``CodersManager/makeIncrementalDecoder(with:options:)``), since previews get the whole decode
+    /// (``LoadTraits``). A context coder that isn't progressive gets no previews.
+    private func makePreviewDecoder(plan: LoadPlan, options: ImageDecodeOptions) -> any IncrementalImageDecoder {
+        guard let coder = plan.coder else { return manager.coders.makeIncrementalDecoder(options: options) }
+        guard let progressive = coder as? any ProgressiveImageCoder else { return NoPreviews() }
+        return CodersManager.makeIncrementalDecoder(with: progressive, options: options)
     }
 
     /// Delivers `preview` to every progressive subscriber of `key`, transformed once per distinct transformer.
@@ -116,4 +125,10 @@ extension FetchJob {
                 ImageResult(image: image, data: nil, cacheType: .none, url: plan.url, cacheKey: plan.key))
         }
     }
+}
+
+/// The decoder of a load whose coder can't decode incrementally: never a preview.
+private final class NoPreviews: IncrementalImageDecoder {
+    func update(_ data: Data, isFinal: Bool) {}
+    func currentImage() throws -> Image? { nil }
 }

@@ -42,14 +42,21 @@ final class FetchJob: Sendable {
         var pendingStores = 0
         /// Keys whose bytes were handed to a cache's disk levels.
         var storedKeys: Set<String> = []
-        /// True once a product was made (a key without a store then was not stored on purpose).
-        var madeProduct = false
+        /// Keys this job decided for: a product was made for them (stored or not on purpose: a variant, `no-store`,
+        /// no serializer bytes) or refused (a transform failed, a budget of the load's own). A claim on such a key
+        /// that was not stored ends ``CacheMissOutcome/notStored``; a claim on a key nobody decided for (its loads
+        /// were cancelled) ends ``CacheMissOutcome/abandoned``, whatever other keys of the job did.
+        var decidedKeys: Set<String> = []
         /// The error that ended the fetch, if one did.
         var failure: ImageError?
         /// True once the claims were ended.
         var settled = false
         /// The download's place ahead of the decoder, until its decode starts or the fetch ends.
         var admittedDownload: AdmittedDownload?
+        /// The job's entry in its loader's cancel registry, until the source ended.
+        var controlRegistration: DownloadControl.Registration?
+        /// True once the source ended (the registry entry is then dropped, and a late registration with it).
+        var sourceEnded = false
 
         /// When the job is done with every key (every subscriber served or gone, every store finished): the claims
         /// to end, with the outcome each key saw. Nil while work remains or after it settled.
@@ -59,11 +66,12 @@ final class FetchJob: Sendable {
             defer { claims = [] }
             return claims.map { claim in
                 if storedKeys.contains(claim.key) { return (claim, .stored) }
+                if decidedKeys.contains(claim.key) { return (claim, .notStored) }
                 if let failure {
                     let permanent = !failure.isCancellation && ImageLoaderPolicy.isPermanentFailure(failure)
                     return (claim, permanent ? .notStored : .abandoned)
                 }
-                return (claim, madeProduct ? .notStored : .abandoned)
+                return (claim, .abandoned)
             }
         }
 
@@ -121,9 +129,13 @@ final class FetchJob: Sendable {
         refreshSourcePriority()
     }
 
-    func sourceSucceeded(_ source: FetchSource) { event { $0.machine.sourceFinished(source) } }
+    func sourceSucceeded(_ source: FetchSource) {
+        endControlRegistration()
+        event { $0.machine.sourceFinished(source) }
+    }
 
     func sourceFailed(_ error: ImageError) {
+        endControlRegistration()
         releaseDownload()
         event { state in
             if state.failure == nil { state.failure = error }
@@ -146,6 +158,37 @@ final class FetchJob: Sendable {
             manager.removeJob(self)
         }
         if let ended { for (claim, outcome) in ended { claim.end(outcome) } }
+    }
+
+    // MARK: The loader's cancel control
+
+    /// Registers this download job in the loader's cancel registry under the caller's URL: a cancel there ends it
+    /// (``abortByControl()``).
+    func register(in control: DownloadControl, url: URL) {
+        let registration = control.register(url: url, stage: .job) { [weak self] in self?.abortByControl() }
+        let late = state.withLock { state -> Bool in
+            if state.sourceEnded { return true }
+            state.controlRegistration = registration
+            return false
+        }
+        if late { registration.unregister() }
+    }
+
+    private func endControlRegistration() {
+        let registration = state.withLock { state -> DownloadControl.Registration? in
+            state.sourceEnded = true
+            defer { state.controlRegistration = nil }
+            return state.controlRegistration
+        }
+        registration?.unregister()
+    }
+
+    /// The loader cancelled this download: every load waiting on it ends with `cancelled`, the job gives back its
+    /// admission place and leaves the manager's registry before this returns, so no later load joins it. The
+    /// transfer itself is the loader's to cancel (it does so right after; a place still waiting in the admission
+    /// queue was cancelled before, see ``DownloadControl``).
+    func abortByControl() {
+        sourceFailed(.cancelled(stage: .download))
     }
 
     /// Ties a download behind the manager's ``DownloadAdmission`` to this job: its place is given back when the

@@ -87,6 +87,9 @@ struct ProductKey: Hashable, Sendable {
     var transformAnimated: Bool
     /// The serializer that encodes the product's disk bytes.
     var serializer: StrategyIdentity
+    /// The encode options that serializer uses (``ImageContextOption/imageEncodeOptions``: a
+    /// ``OptionEffect/stored`` option, so loads share a product's store only when they are equal).
+    var encodeOptions: ImageEncodeOptions?
     var storeCacheType: UInt8
     var originalStoreCacheType: UInt8
 }

@@ -21,11 +21,24 @@ extension ImageManager {
         }
         var context = plan.context
         // Everything that changes the transfer is a field of the job's key (escaped: a partition or a validator can't
-        // spell another field), so loads share a download only when all of it is equal.
+        // spell another field), so loads share a download only when all of it is equal. Which options those are is
+        // their declaration's (``OptionTraits/DownloadRule``), read from ``LoadTraits``.
+        let traits = plan.traits
         var fields: [(tag: String, value: String)] = [("load", url.absoluteString)]
-        if plan.options.contains(.handleCookies) { fields.append(("cookies", "")) }
-        if plan.options.contains(.allowInvalidSSLCertificates) { fields.append(("insecure", "")) }
-        if let partition = plan.partitionKey { fields.append(("partition", partition)) }
+        for name in traits.downloadFields {
+            switch name {
+            case "cookies", "insecure": fields.append((name, ""))
+            case "partition": fields.append((name, plan.partitionKey ?? ""))
+            case "etag,lastModified": break  // The validators of the entry revalidated, below.
+            default:
+                if let key = traits.pluginDownloadKeys.first(where: { $0.rawValue == name }) {
+                    fields.append(("plugin:" + name, plan.context[key].map { String(describing: $0) } ?? ""))
+                } else {
+                    // A declared field nothing here knows how to compare: never share rather than guess.
+                    fields.append(("unmatched:" + name, String(nextID())))
+                }
+            }
+        }
         let transferKey = plan.loader.transferKey(for: url, options: plan.options, context: plan.context)
         if !transferKey.isEmpty { fields.append(("transfer", transferKey)) }
         if let cached {
@@ -34,9 +47,10 @@ extension ImageManager {
             fields.append(("etag", cached.metadata?.etag ?? ""))
             fields.append(("lastModified", cached.metadata?.lastModified ?? ""))
         }
-        if plan.isolatesDownload { fields.append(("isolated", String(nextID()))) }
+        if !plan.isShareable || traits.isolatesDownload { fields.append(("isolated", String(nextID()))) }
         let loaderContext = context
         let recheck = cached == nil ? memoryRecheck(plan) : nil
+        let control = plan.loader.downloadControl(for: url)
         subscribe(
             operation, plan, jobKey: CacheKeys.composite(fields), inline: false, decodeOptions: plan.decodeOptions,
             cacheOrigin: nil, fallback: nil, recheck: recheck
@@ -47,8 +61,10 @@ extension ImageManager {
                 requestContext.downloadHeaderCheck = Self.headerCheck(for: job, coder: plan.decoder)
             }
             let loaderContext = requestContext
+            // The loader's cancels reach this job (and its place in the admission queue) by the caller's URL.
+            if let control { job.register(in: control, url: url) }
             let download = self.downloadAdmission.admit(
-                priority: ImageLoadPriority(options: plan.options),
+                priority: ImageLoadPriority(options: plan.options), control: control, url: url,
                 {
                     plan.loader.requestImage(
                         with: url, options: plan.options, context: loaderContext,
@@ -103,13 +119,15 @@ extension ImageManager {
 
     /// Puts the URL on the failed-URL list when the delegate (or else the loader) says the error is permanent.
     ///
-    /// A verdict on the bytes (too large, undecodable, no coder) blocks the URL for every caller, so it counts only
-    /// when this load judged the bytes as any load would: with the manager's coders and budgets no stricter than
-    /// the defaults. A per-request budget, coder or coder option never blocks a URL; nor does a cancel or a
-    /// transient error (the loader's policy).
+    /// The list keeps only verdicts every load of the URL would reach (``LoadTraits/isUniversalVerdict(_:)``): a
+    /// status verdict (404, 410) of a load whose options change the bytes fetched (a request modifier, cookies, a
+    /// loader of its own…), or a verdict on the bytes (too large, undecodable, no coder) of a load whose options
+    /// change the bytes, the pixels or a budget (a thumbnail scaled up past the budget, a colour conversion, a coder
+    /// option, a stricter limit), is that load's own and blocks nobody. Nor does a cancel or a transient error (the
+    /// loader's policy).
     func recordFailure(_ error: ImageError, plan: LoadPlan) {
         guard !error.isCancellation, error.code != .cacheNotModified else { return }
-        if Self.isVerdictOnBytes(error), !Self.judgesBytesAsAnyLoad(plan) { return }
+        guard plan.traits.isUniversalVerdict(error) else { return }
         let block =
             delegate?.imageManager(self, shouldBlockFailedURL: plan.url, error: error)
             ?? plan.loader.shouldBlockFailedURL(plan.url, error: error)
@@ -117,20 +135,5 @@ extension ImageManager {
             let now = failedURLClock.value()
             updateFailedURLs { $0.insert(plan.url, now: now) }
         }
-    }
-
-    private static func isVerdictOnBytes(_ error: ImageError) -> Bool {
-        [.imageTooLarge, .badImageData, .noCoder].contains(error.code)
-    }
-
-    /// True when `plan` decodes with the manager's coders, no coder options and budgets at least the defaults.
-    static func judgesBytesAsAnyLoad(_ plan: LoadPlan) -> Bool {
-        let options = plan.decodeOptions
-        let budget = options.animationBudget
-        let defaults = AnimationBudget.default
-        return plan.coder == nil && options.coderOptions.isEmpty
-            && options.maxPixelCount >= ImageDecodeOptions.defaultMaxPixelCount
-            && budget.maxFrameCount >= defaults.maxFrameCount && budget.maxPixelCount >= defaults.maxPixelCount
-            && budget.maxWorkPixelCount >= defaults.maxWorkPixelCount
     }
 }

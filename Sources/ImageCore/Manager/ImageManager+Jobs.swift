@@ -22,6 +22,7 @@ extension ImageManager {
             decode: decodeKey, loadDecode: plan.decodeOptions, cacheKey: plan.key,
             transformerKey: plan.transformer?.transformerKey,
             transformAnimated: plan.options.contains(.transformAnimatedImage), serializer: plan.serializerIdentity,
+            encodeOptions: plan.context.imageEncodeOptions,
             storeCacheType: plan.storeCacheType.rawValue, originalStoreCacheType: plan.originalStoreCacheType.rawValue)
         let subscriber = FetchJob.Machine.Subscriber(
             id: id, decodeKey: decodeKey, productKey: productKey,

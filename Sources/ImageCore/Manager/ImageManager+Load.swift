@@ -208,9 +208,11 @@ extension ImageManager {
         }
         // Revalidation needs the entry's validators, which live with the bytes: read them even on a memory hit.
         let queryOptions = plan.options.contains(.refreshCached) ? plan.options.union(.queryMemoryData) : plan.options
-        let query = plan.cache.queryImage(forKey: key, options: queryOptions, context: plan.context, cacheType: levels)
-        {
-            result in
+        // A claiming query: what a miss holds (a fleet lease) is this load's to end (``MissClaim``); on a hit the cache
+        // ends it itself, so a revalidation that read the bytes below a memory hit leaves no lease behind.
+        let query = plan.cache.queryImageClaimingMiss(
+            forKey: key, options: queryOptions, context: plan.context, cacheType: levels
+        ) { result in
             operation.detachQuery()
             switch result {
             case .success(let hit?) where hit.image != nil || hit.data != nil:
@@ -288,7 +290,7 @@ extension ImageManager {
         // A decoded original serves only loads whose options work on pixels; the others decode its bytes, which a
         // memory hit then reads from the next level (`.queryMemoryData`).
         let usesImage = plan.decodedOriginalServes
-        let query = plan.originalCache.queryImage(
+        let query = plan.originalCache.queryImageClaimingMiss(
             forKey: originalKey,
             options: usesImage ? plan.options.subtracting(.queryMemoryData) : plan.options.union(.queryMemoryData),
             context: plan.context, cacheType: plan.originalQueryCacheType

@@ -35,9 +35,12 @@ final class LoadPlan: Sendable {
     let originalQueryCacheType: ImageCacheType
     let originalStoreCacheType: ImageCacheType
     let callbackQueue: CallbackQueue
-    /// True when the load's download must not be shared: its context names loader-affecting strategies, or it
-    /// carries credentials without a partition key.
-    let isolatesDownload: Bool
+    /// True when the load may read and write shared cache entries (no credentials, or a partition key).
+    let isShareable: Bool
+    /// True when the load's download must not be shared: an active option isolates it
+    /// (``OptionTraits/DownloadRule/isolates``: a loader, modifiers, a decryptor, a cache of its own), or it carries
+    /// credentials without a partition key.
+    var isolatesDownload: Bool { !isShareable || traits.isolatesDownload }
     /// The context's partition key (part of cache and download keys).
     let partitionKey: String?
     /// True when the request carries credentials (a request modifier, or the loader says so).
@@ -56,15 +59,16 @@ final class LoadPlan: Sendable {
             && decodeOptions.applyOrientation && decodeOptions.keyPart == nil
     }
 
+    /// The declarations this load's options make active and the rules they give each seam (``LoadTraits``).
+    /// Made on demand: only a miss asks, once or twice (original reuse, download sharing, a failure's verdict).
+    var traits: LoadTraits { LoadTraits(options: options, context: context, decodeOptions: decodeOptions) }
+
     /// True when an already-decoded original (the original key's memory entry, decoded with the default options)
-    /// can become this load's image by the steps that work on pixels: first frame, thumbnail size, colour
-    /// conversion. Options that act inside the decoder need the original's bytes instead: a custom coder's
-    /// image-changing options (its pixels can't be re-derived from another decode's) and orientation left raw
-    /// (the original's pixels are already turned).
-    var decodedOriginalServes: Bool {
-        decodeOptions.applyOrientation
-            && (decodeOptions.coderOptions.isEmpty || decodeOptions.coderOptions.keyPart == nil)
-    }
+    /// can become this load's image by the steps that work on pixels: every active pixel option applies to a
+    /// decoded image (``OptionTraits/appliesToDecodedImage``). Options that act inside the decoder — orientation
+    /// left raw, colour conversion, a custom coder's image-changing options, a coder of the load's own — need the
+    /// original's bytes instead.
+    var decodedOriginalServes: Bool { traits.decodedImageServes }
 
     /// Default byte budget for ``ImageOptions/scaleDownLargeImages`` without a context value: 60 MB of RGBA.
     static let defaultScaleDownLimitBytes = 60 << 20
@@ -95,7 +99,7 @@ final class LoadPlan: Sendable {
                 context.hasOwnEntry(.cacheSerializer)
                 ? StrategyIdentity(named, unique: manager.nextID()) : .managerDefault
         } else {
-            serializer = DefaultCacheSerializer(coder: decoder)
+            serializer = DefaultCacheSerializer(coder: decoder, options: context.imageEncodeOptions)
             serializerIdentity = .none
         }
         callbackQueue = context.callbackQueue ?? .current
@@ -109,14 +113,7 @@ final class LoadPlan: Sendable {
         storeCacheType = shareable ? context.storeCacheType ?? .all : .none
         originalQueryCacheType = shareable ? context.originalQueryCacheType ?? .all : .none
         originalStoreCacheType = shareable ? context.originalStoreCacheType ?? .disk : .none
-        // Strategies that change what the loader does, or where results go, make a download of its own: a loader,
-        // modifiers and a decryptor change the bytes; a cache of its own changes where the shared original bytes
-        // are stored. The effective context counts (an options processor may inject a modifier). A serializer only
-        // changes the product's disk bytes, so it is part of the product key instead (`serializerIdentity`).
-        isolatesDownload =
-            !shareable || context.imageLoader != nil || context.downloadRequestModifier != nil
-            || context.downloadResponseModifier != nil || context.downloadDecryptor != nil
-            || context.imageCache != nil || context.originalImageCache != nil
+        isShareable = shareable
     }
 
     /// The decode options of a load whose options and context change none (most loads): made once.
@@ -208,14 +205,23 @@ final class LoadPlan: Sendable {
         var parts = CacheKeys.Parts()
         parts.transformer = context.imageTransformerKeyPart
         if let decodeOptions = box?.options {
-            if let size = decodeOptions.thumbnailPixelSize, size.width > 0, size.height > 0 {
-                parts.thumbnail = size
-                parts.fill = !decodeOptions.preserveAspectRatio
-                parts.scaleUp = decodeOptions.allowsThumbnailUpscaling
+            // The decode options whose declaration makes them a key part write it (``OptionTraits/KeyRule``); the
+            // switch is exhaustive, so a new field decides here how it shows.
+            for field in ImageDecodeOptions.Field.allCases {
+                guard case .part = field.traits.key else { continue }
+                switch field {
+                case .thumbnailPixelSize, .preserveAspectRatio, .allowsThumbnailUpscaling:
+                    if let size = decodeOptions.thumbnailPixelSize, size.width > 0, size.height > 0 {
+                        parts.thumbnail = size
+                        parts.fill = !decodeOptions.preserveAspectRatio
+                        parts.scaleUp = decodeOptions.allowsThumbnailUpscaling
+                    }
+                case .applyOrientation: parts.rawOrientation = !decodeOptions.applyOrientation
+                case .firstFrameOnly: parts.firstFrame = decodeOptions.firstFrameOnly
+                case .coderOptions, .convertToSRGB: parts.decode = decodeOptions.keyPart
+                case .maxPixelCount, .scaleDownLimitBytes, .preloadAllFrames, .scaleFactor, .animationBudget: break
+                }
             }
-            parts.rawOrientation = !decodeOptions.applyOrientation
-            parts.firstFrame = decodeOptions.firstFrameOnly
-            parts.decode = decodeOptions.keyPart
         }
         if partitioned { parts.partition = context.cachePartitionKey }
         return parts

@@ -1,4 +1,6 @@
 /// Flags that change how one load runs: SDWebImage's `SDWebImageOptions` that matter on a server.
+///
+/// Each flag is one ``Flag`` case, which declares what it changes (``Flag/traits``, listed in ``OptionCatalog``).
 public struct ImageOptions: OptionSet, Hashable, Sendable {
     /// The raw bits.
     public let rawValue: UInt32
@@ -6,45 +8,45 @@ public struct ImageOptions: OptionSet, Hashable, Sendable {
     public init(rawValue: UInt32) { self.rawValue = rawValue }
 
     /// Load even if the URL is on the failed-URL list; a success removes it from the list.
-    public static let retryFailed = ImageOptions(rawValue: 1 << 0)
+    public static let retryFailed = ImageOptions(.retryFailed)
     /// Download at low priority (prefetching uses this).
-    public static let lowPriority = ImageOptions(rawValue: 1 << 1)
+    public static let lowPriority = ImageOptions(.lowPriority)
     /// Download at high priority (ahead of queued normal requests).
-    public static let highPriority = ImageOptions(rawValue: 1 << 2)
+    public static let highPriority = ImageOptions(.highPriority)
     /// Deliver partial images while the bytes arrive (incremental decoding).
-    public static let progressiveLoad = ImageOptions(rawValue: 1 << 3)
+    public static let progressiveLoad = ImageOptions(.progressiveLoad)
     /// Deliver the cached image, then revalidate it with the loader (ETag / Last-Modified).
-    public static let refreshCached = ImageOptions(rawValue: 1 << 4)
+    public static let refreshCached = ImageOptions(.refreshCached)
     /// Let the loader send and store cookies.
-    public static let handleCookies = ImageOptions(rawValue: 1 << 5)
+    public static let handleCookies = ImageOptions(.handleCookies)
     /// Accept invalid TLS certificates (tests and internal hosts only).
-    public static let allowInvalidSSLCertificates = ImageOptions(rawValue: 1 << 6)
+    public static let allowInvalidSSLCertificates = ImageOptions(.allowInvalidSSLCertificates)
     /// Show the placeholder only after a failure (``ImageTarget``).
-    public static let delayPlaceholder = ImageOptions(rawValue: 1 << 7)
+    public static let delayPlaceholder = ImageOptions(.delayPlaceholder)
     /// Do not set the image on the target; the completion does it.
-    public static let avoidAutoSetImage = ImageOptions(rawValue: 1 << 8)
+    public static let avoidAutoSetImage = ImageOptions(.avoidAutoSetImage)
     /// Apply the transformer to animated images too (every frame).
-    public static let transformAnimatedImage = ImageOptions(rawValue: 1 << 9)
+    public static let transformAnimatedImage = ImageOptions(.transformAnimatedImage)
     /// Decode large images scaled down to the ``ImageContextOption/imageScaleDownLimitBytes`` budget.
-    public static let scaleDownLargeImages = ImageOptions(rawValue: 1 << 10)
+    public static let scaleDownLargeImages = ImageOptions(.scaleDownLargeImages)
     /// On a memory hit, also read the image's bytes from the cache.
-    public static let queryMemoryData = ImageOptions(rawValue: 1 << 11)
+    public static let queryMemoryData = ImageOptions(.queryMemoryData)
     /// Read memory-cache bytes synchronously (before `loadImage` returns).
-    public static let queryMemoryDataSync = ImageOptions(rawValue: 1 << 12)
+    public static let queryMemoryDataSync = ImageOptions(.queryMemoryDataSync)
     /// Read the disk cache synchronously (before `loadImage` returns).
-    public static let queryDiskDataSync = ImageOptions(rawValue: 1 << 13)
+    public static let queryDiskDataSync = ImageOptions(.queryDiskDataSync)
     /// Never download: a cache miss fails with ``ImageError/Code/cacheMiss``.
-    public static let fromCacheOnly = ImageOptions(rawValue: 1 << 14)
+    public static let fromCacheOnly = ImageOptions(.fromCacheOnly)
     /// Skip the cache query and always download.
-    public static let fromLoaderOnly = ImageOptions(rawValue: 1 << 15)
+    public static let fromLoaderOnly = ImageOptions(.fromLoaderOnly)
     /// Decode only the first frame of animated images.
-    public static let decodeFirstFrameOnly = ImageOptions(rawValue: 1 << 16)
+    public static let decodeFirstFrameOnly = ImageOptions(.decodeFirstFrameOnly)
     /// Decode every frame of animated images up front instead of on demand.
-    public static let preloadAllFrames = ImageOptions(rawValue: 1 << 17)
+    public static let preloadAllFrames = ImageOptions(.preloadAllFrames)
     /// Call the completion only after the cache store finished.
-    public static let waitStoreCache = ImageOptions(rawValue: 1 << 18)
+    public static let waitStoreCache = ImageOptions(.waitStoreCache)
     /// Do not cancel the target's previous load when a new one starts (``ImageTarget``).
-    public static let avoidAutoCancelImage = ImageOptions(rawValue: 1 << 19)
+    public static let avoidAutoCancelImage = ImageOptions(.avoidAutoCancelImage)
 }
 
 /// Which cache levels an operation touches.

@@ -148,6 +148,22 @@ public protocol ImageCacheProtocol: Sendable {
         completion: @escaping @Sendable (Result<CacheQueryResult?, ImageError>) -> Void
     ) -> (any ImageOperation)?
 
+    /// Looks `key` up like ``queryImage(forKey:options:context:cacheType:completion:)``, and on a miss may hold
+    /// something for the key until the caller says how its fetch ended: a fleet lease that makes other processes
+    /// wait for this one's fetch (RedisCache).
+    ///
+    /// Ownership: what a miss holds is the caller's. For every query of this kind that completes with nil, the
+    /// caller calls ``missEnded(forKey:cacheType:outcome:)`` exactly once, on every way out (a store, a failure, a
+    /// cancel, a revalidation that kept the old bytes). On any other answer — a hit, an error, a cancel — the cache
+    /// holds nothing for the caller: it ended whatever it took itself. The plain query never holds anything, so a
+    /// caller who never ends misses never stalls another process. The manager asks this way for the keys whose
+    /// misses it claims (``MissClaim``). Default: the plain query (nothing is held).
+    @discardableResult
+    func queryImageClaimingMiss(
+        forKey key: String, options: ImageOptions, context: ImageContext, cacheType: ImageCacheType,
+        completion: @escaping @Sendable (Result<CacheQueryResult?, ImageError>) -> Void
+    ) -> (any ImageOperation)?
+
     /// Answers a query on the caller's thread, without a completion, when the cache can (a memory level).
     ///
     /// What the manager asks first on every load, so a memory hit costs no closure, no allocation and no hop.
@@ -205,6 +221,15 @@ public enum CacheMissOutcome: Sendable, Hashable {
 }
 
 extension ImageCacheProtocol {
+    /// Default: the plain query; nothing is held for a missing key.
+    @discardableResult
+    public func queryImageClaimingMiss(
+        forKey key: String, options: ImageOptions, context: ImageContext, cacheType: ImageCacheType,
+        completion: @escaping @Sendable (Result<CacheQueryResult?, ImageError>) -> Void
+    ) -> (any ImageOperation)? {
+        queryImage(forKey: key, options: options, context: context, cacheType: cacheType, completion: completion)
+    }
+
     /// Default: nothing is held for a missing key.
     public func missEnded(forKey key: String, cacheType: ImageCacheType, outcome: CacheMissOutcome) {}
 
@@ -222,6 +247,20 @@ extension ImageCacheProtocol {
     ) async throws(ImageError) -> CacheQueryResult? {
         let result = await withCheckedContinuation { continuation in
             queryImage(forKey: key, options: options, context: context, cacheType: cacheType) {
+                continuation.resume(returning: $0)
+            }
+        }
+        return try result.get()
+    }
+
+    /// Async claiming query (``queryImageClaimingMiss(forKey:options:context:cacheType:completion:)``): a nil answer
+    /// leaves the caller owning what the miss holds, to end with ``missEnded(forKey:cacheType:outcome:)``.
+    public func queryImageClaimingMiss(
+        forKey key: String, options: ImageOptions = [], context: ImageContext = ImageContext(),
+        cacheType: ImageCacheType = .all
+    ) async throws(ImageError) -> CacheQueryResult? {
+        let result = await withCheckedContinuation { continuation in
+            queryImageClaimingMiss(forKey: key, options: options, context: context, cacheType: cacheType) {
                 continuation.resume(returning: $0)
             }
         }

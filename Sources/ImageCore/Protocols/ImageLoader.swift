@@ -37,6 +37,13 @@ public protocol ImageLoader: Sendable {
     /// 1-second deadline never waits on (or cuts short) a load with the default one. Called on the thread that
     /// starts the load; must be fast. Default: "" (nothing in the context changes this loader's transfer).
     func transferKey(for url: URL, options: ImageOptions, context: ImageContext) -> String
+    /// The registry through which this loader's downloads of `url` are cancelled (its `cancelAllDownloads()` and
+    /// `cancelDownloads(for:)`), or nil when the loader offers no such control.
+    ///
+    /// A manager registers each of its download jobs for `url` there, and the admission place each waits for, so a
+    /// cancel ends them together with the loader's transfers and a load made after the cancel returned starts a new
+    /// download (see ``DownloadControl``). Called on the thread that starts a download; must be fast. Default: nil.
+    func downloadControl(for url: URL) -> DownloadControl?
 }
 
 extension ImageLoader {
@@ -48,6 +55,9 @@ extension ImageLoader {
 
     /// Default: nothing in the context changes the transfer.
     public func transferKey(for url: URL, options: ImageOptions, context: ImageContext) -> String { "" }
+
+    /// Default: no cancel control.
+    public func downloadControl(for url: URL) -> DownloadControl? { nil }
 
     /// Default: the loader adds no credentials of its own.
     public func requestCarriesCredentials(for url: URL, options: ImageOptions, context: ImageContext) -> Bool {

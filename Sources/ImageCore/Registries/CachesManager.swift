@@ -93,6 +93,30 @@ public final class CachesManager: ImageCacheProtocol, Sendable {
         forKey key: String, options: ImageOptions, context: ImageContext, cacheType: ImageCacheType,
         completion: @escaping @Sendable (Result<CacheQueryResult?, ImageError>) -> Void
     ) -> (any ImageOperation)? {
+        query(key, options: options, context: context, cacheType: cacheType, claims: nil, completion: completion)
+    }
+
+    /// Queries like ``queryImage(forKey:options:context:cacheType:completion:)``, asking each cache with its own
+    /// claiming query. What the levels hold for their misses is this manager's until it answers: when the answer
+    /// is nil the caller owns it (its ``missEnded(forKey:cacheType:outcome:)`` reaches every cache); when the answer
+    /// is a hit (say, memory had the image and a lower level, asked for the bytes, missed), an error or a cancel,
+    /// the manager ends each level's miss itself as ``CacheMissOutcome/abandoned`` — nobody here fetches for them.
+    @discardableResult
+    public func queryImageClaimingMiss(
+        forKey key: String, options: ImageOptions, context: ImageContext, cacheType: ImageCacheType,
+        completion: @escaping @Sendable (Result<CacheQueryResult?, ImageError>) -> Void
+    ) -> (any ImageOperation)? {
+        let claims = LevelClaims(key: key, cacheType: cacheType)
+        return query(key, options: options, context: context, cacheType: cacheType, claims: claims) { result in
+            if case .success(nil) = result { claims.handOver() } else { claims.endAll() }
+            completion(result)
+        }
+    }
+
+    private func query(
+        _ key: String, options: ImageOptions, context: ImageContext, cacheType: ImageCacheType, claims: LevelClaims?,
+        completion: @escaping @Sendable (Result<CacheQueryResult?, ImageError>) -> Void
+    ) -> (any ImageOperation)? {
         let policy = queryPolicy
         let caches = targets(policy)
         guard !caches.isEmpty else {
@@ -100,15 +124,35 @@ public final class CachesManager: ImageCacheProtocol, Sendable {
             return nil
         }
         let operation = CacheQueryOperation(completion: completion)
+        // A cancel answers at once: the misses levels already reported are ended then, and later ones as they come.
+        if let claims { operation.onCancel { claims.endAll() } }
         if policy == .concurrent {
             queryConcurrently(
-                caches, key: key, options: options, context: context, cacheType: cacheType, operation: operation)
+                caches, key: key, options: options, context: context, cacheType: cacheType, claims: claims,
+                operation: operation)
         } else {
             querySerially(
                 caches[...], found: nil, key: key, options: options, context: context, cacheType: cacheType,
-                operation: operation)
+                claims: claims, operation: operation)
         }
         return operation.isFinished ? nil : operation
+    }
+
+    /// One level's query: claiming when the caller claims misses.
+    private static func ask(
+        _ cache: any ImageCacheProtocol, key: String, options: ImageOptions, context: ImageContext,
+        cacheType: ImageCacheType, claims: LevelClaims?,
+        completion: @escaping @Sendable (Result<CacheQueryResult?, ImageError>) -> Void
+    ) -> (any ImageOperation)? {
+        guard let claims else {
+            return cache.queryImage(
+                forKey: key, options: options, context: context, cacheType: cacheType, completion: completion)
+        }
+        return cache.queryImageClaimingMiss(forKey: key, options: options, context: context, cacheType: cacheType) {
+            result in
+            if case .success(nil) = result { claims.add(cache) }
+            completion(result)
+        }
     }
 
     /// Asks the caches in priority order (per ``queryPolicy``) on the caller's thread: the first hit wins, a miss
@@ -139,7 +183,7 @@ public final class CachesManager: ImageCacheProtocol, Sendable {
 
     private func querySerially(
         _ caches: ArraySlice<any ImageCacheProtocol>, found: CacheQueryResult?, key: String, options: ImageOptions,
-        context: ImageContext, cacheType: ImageCacheType, operation: CacheQueryOperation
+        context: ImageContext, cacheType: ImageCacheType, claims: LevelClaims?, operation: CacheQueryOperation
     ) {
         // A cancelled query already completed: ask no further level.
         guard !operation.isFinished else { return }
@@ -147,7 +191,9 @@ public final class CachesManager: ImageCacheProtocol, Sendable {
             operation.complete(.success(found))
             return
         }
-        let inner = cache.queryImage(forKey: key, options: options, context: context, cacheType: cacheType) { result in
+        let inner = Self.ask(
+            cache, key: key, options: options, context: context, cacheType: cacheType, claims: claims
+        ) { result in
             var merged = found
             switch result {
             case .failure(let error) where found == nil:
@@ -179,14 +225,14 @@ public final class CachesManager: ImageCacheProtocol, Sendable {
             }
             self.querySerially(
                 caches.dropFirst(), found: merged, key: key, options: options, context: context,
-                cacheType: cacheType, operation: operation)
+                cacheType: cacheType, claims: claims, operation: operation)
         }
         if let inner { operation.onCancel { inner.cancel() } }
     }
 
     private func queryConcurrently(
         _ caches: [any ImageCacheProtocol], key: String, options: ImageOptions, context: ImageContext,
-        cacheType: ImageCacheType, operation: CacheQueryOperation
+        cacheType: ImageCacheType, claims: LevelClaims?, operation: CacheQueryOperation
     ) {
         let results = Locked([CacheQueryResult?](repeating: nil, count: caches.count))
         let countdown = Countdown(caches.count) {
@@ -196,7 +242,9 @@ public final class CachesManager: ImageCacheProtocol, Sendable {
         for (index, cache) in caches.enumerated() {
             // A cancelled query already completed: start no further level.
             guard !operation.isFinished else { return }
-            let inner = cache.queryImage(forKey: key, options: options, context: context, cacheType: cacheType) {
+            let inner = Self.ask(
+                cache, key: key, options: options, context: context, cacheType: cacheType, claims: claims
+            ) {
                 if case .success(let hit?) = $0 { results.withLock { $0[index] = hit } }
                 countdown.tick()
             }
@@ -314,5 +362,57 @@ final class Countdown: Sendable {
             return value == 0
         }
         if finished { done() }
+    }
+}
+
+/// The misses the levels of one claiming query reported, held until the query answers: handed over to the caller
+/// with a nil answer, ended as ``CacheMissOutcome/abandoned`` otherwise (and a miss reported after that is ended at
+/// once). Thread-safe.
+final class LevelClaims: Sendable {
+    private enum Phase {
+        case collecting([any ImageCacheProtocol])
+        case handedOver
+        case ended
+    }
+
+    private let key: String
+    private let cacheType: ImageCacheType
+    private let phase = Mutex(Phase.collecting([]))
+
+    init(key: String, cacheType: ImageCacheType) {
+        self.key = key
+        self.cacheType = cacheType
+    }
+
+    /// `cache` reported a miss it may hold something for.
+    func add(_ cache: any ImageCacheProtocol) {
+        let endNow = phase.withLock { phase -> Bool in
+            switch phase {
+            case .collecting(var caches):
+                caches.append(cache)
+                phase = .collecting(caches)
+                return false
+            case .handedOver: return false
+            case .ended: return true
+            }
+        }
+        if endNow { cache.missEnded(forKey: key, cacheType: cacheType, outcome: .abandoned) }
+    }
+
+    /// The caller owns the misses (the answer was nil).
+    func handOver() {
+        phase.withLock { phase in
+            if case .collecting = phase { phase = .handedOver }
+        }
+    }
+
+    /// Ends every miss reported, and any reported later.
+    func endAll() {
+        let caches = phase.withLock { phase -> [any ImageCacheProtocol] in
+            guard case .collecting(let caches) = phase else { return [] }
+            phase = .ended
+            return caches
+        }
+        for cache in caches { cache.missEnded(forKey: key, cacheType: cacheType, outcome: .abandoned) }
     }
 }

@@ -130,7 +130,17 @@ public final class CodersManager: ProgressiveImageCoder, AnimatedImageCoder, Sen
 
     /// A decoder that picks its coder once enough bytes arrived to recognise the format.
     public func makeIncrementalDecoder(options: ImageDecodeOptions) -> any IncrementalImageDecoder {
-        DeferredIncrementalDecoder(manager: self, options: options)
+        DeferredIncrementalDecoder(pick: { [self] data in progressiveCoder(for: data) }, options: options)
+    }
+
+    /// An incremental decoder of `coder` (a load's own, named in its context) under the same contract as the
+    /// registry's: previews only when marked partial, and the steps every decode gets after the coder (colour
+    /// conversion), so a preview never differs from the final image in anything but completeness.
+    static func makeIncrementalDecoder(
+        with coder: any ProgressiveImageCoder, options: ImageDecodeOptions
+    ) -> any IncrementalImageDecoder {
+        DeferredIncrementalDecoder(
+            pick: { data in coder.canIncrementallyDecode(data) ? coder : nil }, options: options)
     }
 
     // MARK: AnimatedImageCoder
@@ -152,20 +162,20 @@ public final class CodersManager: ProgressiveImageCoder, AnimatedImageCoder, Sen
 /// image is only passed on when it is marked ``ImageMetadata/isPartial``; a complete-looking decode of a prefix
 /// (a coder that saw the end marker early) is not a preview, and the final decode follows once `isFinal`.
 final class DeferredIncrementalDecoder: IncrementalImageDecoder {
-    private let manager: CodersManager
+    private let pick: (Data) -> (any ProgressiveImageCoder)?
     private let options: ImageDecodeOptions
     private var inner: (any IncrementalImageDecoder)?
     private var gaveUp = false
     private var isFinal = false
 
-    init(manager: CodersManager, options: ImageDecodeOptions) {
-        self.manager = manager
+    init(pick: @escaping (Data) -> (any ProgressiveImageCoder)?, options: ImageDecodeOptions) {
+        self.pick = pick
         self.options = options
     }
 
     func update(_ data: Data, isFinal: Bool) {
         if inner == nil && !gaveUp {
-            if let coder = manager.progressiveCoder(for: data) {
+            if let coder = pick(data) {
                 inner = coder.makeIncrementalDecoder(options: options)
             } else if data.count >= 64 || isFinal {
                 gaveUp = true

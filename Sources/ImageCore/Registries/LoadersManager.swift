@@ -74,6 +74,9 @@ public final class LoadersManager: ImageLoader, Sendable {
         loader(for: url)?.transferKey(for: url, options: options, context: context) ?? ""
     }
 
+    /// The control of the loader that handles `url`.
+    public func downloadControl(for url: URL) -> DownloadControl? { loader(for: url)?.downloadControl(for: url) }
+
     /// Asks the loader that handles `url`.
     public func shouldBlockFailedURL(_ url: URL, error: ImageError) -> Bool {
         loader(for: url)?.shouldBlockFailedURL(url, error: error) ?? ImageLoaderPolicy.isPermanentFailure(error)

@@ -40,7 +40,8 @@ struct LayeredCache: Sendable {
             (CacheLevel.disk, disk as (any ImageCacheProtocol)?), (.redis, includeRedis ? redis : nil),
         ] {
             guard let cache,
-                let found = try? await cache.queryImage(
+                // Claiming: a Redis miss takes the fleet lease, which `missEnded` (or the store) ends.
+                let found = try? await cache.queryImageClaimingMiss(
                     forKey: key, options: [], context: ImageContext(), cacheType: .disk),
                 let data = found.data
             else { continue }
