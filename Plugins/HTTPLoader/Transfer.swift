@@ -135,7 +135,7 @@ final class Transfer: Sendable {
 
     /// True when a caller of this transfer asked for `url` (its absolute string, before any request modifier).
     func serves(requestedURL url: String) -> Bool {
-        inner.withLock { inner in inner.callers.values.contains { $0.requestedURL == url } }
+        inner.withLock { inner in inner.callers.contains { $0.requestedURL == url } }
     }
 
     /// The transfer's priority in the loader's queue (the highest of its callers').

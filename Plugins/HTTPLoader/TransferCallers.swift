@@ -36,4 +36,10 @@ struct TransferCallers: Sendable {
 
     /// The number of callers.
     var count: Int { (first == nil ? 0 : 1) + others.count }
+
+    /// True when a caller satisfies `predicate`.
+    func contains(where predicate: (Transfer.Caller) -> Bool) -> Bool {
+        if let first, predicate(first.caller) { return true }
+        return others.values.contains(where: predicate)
+    }
 }

@@ -55,6 +55,9 @@ public final class PNGCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendable
     /// True for ``ImageFormat/png``.
     public func canEncode(to format: ImageFormat) -> Bool { format == .png }
 
+    /// PNG and APNG keep every 8-bit layout exactly.
+    public func encodesExactly(to format: ImageFormat) -> Bool { format == .png }
+
     /// Encodes `image` as PNG, or as APNG when it has several frames and `firstFrameOnly` is off; see
     /// ``ImageEncodeOptions/effort`` for the speed trade-off.
     ///

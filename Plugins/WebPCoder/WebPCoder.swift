@@ -27,6 +27,9 @@ public final class WebPCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendabl
     /// True for ``ImageFormat/webp``.
     public func canEncode(to format: ImageFormat) -> Bool { format == .webp }
 
+    /// Lossless WebP is written exact (the colour under transparent pixels kept), stills and animations.
+    public func encodesExactly(to format: ImageFormat) -> Bool { format == .webp }
+
     /// Reads the canvas size from the header (`WebPGetFeatures`) and the frame count from the chunks (1 for a still;
     /// nil when an animation's chunks end early); nil when it is not a readable WebP header.
     public func probe(_ data: Data) -> ImageProperties? {

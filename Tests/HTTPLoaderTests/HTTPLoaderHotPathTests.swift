@@ -141,7 +141,7 @@ import Testing
     static func caller(_ marker: Int, into log: LockedLog) -> Transfer.Caller {
         Transfer.Caller(
             progress: nil, completion: { _ in log.append(marker) }, responseModifier: nil, decryptor: nil,
-            headerCheck: nil)
+            headerCheck: nil, requestedURL: "https://h/\(marker)")
     }
 
     @Test func callersAreFoundReplacedAndRemovedWhereverTheyAreKept() {

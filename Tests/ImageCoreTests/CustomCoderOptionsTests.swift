@@ -39,6 +39,8 @@ import Testing
         }
 
         func canEncode(to format: ImageFormat) -> Bool { format == Self.format }
+        /// One gray sample, written as it is: the default serializer may keep derived entries in it.
+        func encodesExactly(to format: ImageFormat) -> Bool { format == Self.format }
 
         /// `GAIN` and the first pixel's sample: what a derived key's entry on disk holds.
         func encode(_ image: Image, as format: ImageFormat, options: ImageEncodeOptions) throws -> Data {

@@ -18,17 +18,28 @@ import Testing
     }
 
     @Test func theDefaultSerializerKeepsAnAnimationAnimated() throws {
-        let coder = AnimationRecordingCoder()
-        let serializer = DefaultCacheSerializer(coder: coder)
         let frames = (0..<3).map { _ in
             ImageFrame(pixels: PixelBuffer(width: 2, height: 2, layout: .rgba8), duration: 0.1)
         }
-        let animated = Image(frames: frames)
-        _ = serializer.cacheData(for: animated, originalData: nil, imageURL: nil)
+        // With encode options: the animation's own format when the coders write animations, else animated WebP.
+        let coder = AnimationRecordingCoder()
+        let lossy = DefaultCacheSerializer(coder: coder, options: ImageEncodeOptions(quality: 0.8))
+        _ = lossy.cacheData(for: Image(frames: frames), originalData: nil, imageURL: nil)
         #expect(coder.encodedFormats == [.webp], "an animation without a format becomes animated WebP, not a PNG still")
-        let gif = Image(frames: frames, format: .gif)
-        _ = serializer.cacheData(for: gif, originalData: nil, imageURL: nil)
+        _ = lossy.cacheData(for: Image(frames: frames, format: .gif), originalData: nil, imageURL: nil)
         #expect(coder.encodedFormats == [.webp, .gif])
+        // Without: only a format the coder promises exact (here PNG, i.e. APNG), whole animations included.
+        let exact = AnimationRecordingCoder()
+        _ = DefaultCacheSerializer(coder: exact).cacheData(
+            for: Image(frames: frames, format: .gif), originalData: nil, imageURL: nil)
+        #expect(exact.encodedFormats == [.png] && exact.encodedFrameCounts == [3])
+    }
+
+    @Test func theDefaultSerializerWritesNothingWhenNoFormatIsExact() throws {
+        let coder = AnimationRecordingCoder(exact: [])
+        let image = Image(pixels: PixelBuffer(width: 2, height: 2, layout: .rgba8), format: .jpeg)
+        #expect(DefaultCacheSerializer(coder: coder).cacheData(for: image, originalData: nil, imageURL: nil) == nil)
+        #expect(coder.encodedFormats.isEmpty, "no lossy encode as a derived entry: it would read back other pixels")
     }
 
     @Test func progressivePreviewsAreTransformedLikeTheFinalImage() async throws {
@@ -149,15 +160,19 @@ import Testing
 
 /// Records which formats a serializer asked for; encodes to a marker.
 private final class AnimationRecordingCoder: ImageCoder, Sendable {
-    private let formats = Locked<[ImageFormat]>([])
-    var encodedFormats: [ImageFormat] { formats.value }
+    private let formats = Locked<[(ImageFormat, Int)]>([])
+    private let exact: Set<ImageFormat>
+    init(exact: Set<ImageFormat> = [.png]) { self.exact = exact }
+    var encodedFormats: [ImageFormat] { formats.value.map(\.0) }
+    var encodedFrameCounts: [Int] { formats.value.map(\.1) }
     func canDecode(_ data: Data) -> Bool { false }
     func decode(_ data: Data, options: ImageDecodeOptions) throws -> Image {
         throw ImageError(.noCoder, stage: .decode)
     }
     func canEncode(to format: ImageFormat) -> Bool { format == .webp || format == .gif || format == .png }
+    func encodesExactly(to format: ImageFormat) -> Bool { exact.contains(format) }
     func encode(_ image: Image, as format: ImageFormat, options: ImageEncodeOptions) throws -> Data {
-        formats.withLock { $0.append(format) }
+        formats.withLock { $0.append((format, image.frameCount)) }
         return Data([1])
     }
 }

@@ -129,6 +129,9 @@ public final class TestCoder: ProgressiveImageCoder, Sendable {
     /// True for the test format.
     public func canEncode(to format: ImageFormat) -> Bool { format == .testImage }
 
+    /// The test format stores pixels as they are.
+    public func encodesExactly(to format: ImageFormat) -> Bool { format == .testImage }
+
     /// Encodes the first pixel of each frame as that frame's colour.
     public func encode(_ image: Image, as format: ImageFormat, options: ImageEncodeOptions) throws -> Data {
         state.withLock { $0.encodeCount += 1 }

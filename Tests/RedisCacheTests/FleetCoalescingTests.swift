@@ -55,7 +55,8 @@ struct FleetCoalescingTests {
             configuration: try Self.workerConfiguration(redisURL, prefix: prefix, metrics: metrics, leaseDuration: 10))
         defer { redis.shutdown() }
         let loader = HTTPLoader()
-        let manager = ImageManager(cache: CachesManager([MemoryCache(), redis]), loader: loader)
+        let manager = ImageManager(
+            cache: CachesManager([MemoryCache(), redis]), loader: loader, coders: RedisCacheTesting.coders)
         // Start together: every worker counts itself in, then waits for the others.
         if barrier > 0 {
             let ready = try await redis.executor.send([RedisCommand(["INCR", "\(prefix)ready"])], routingKey: nil)
@@ -169,7 +170,8 @@ struct FleetCoalescingTests {
         let redis = RedisCache(configuration: configuration)
         defer { redis.shutdown() }
         let loader = HTTPLoader()
-        let manager = ImageManager(cache: CachesManager([MemoryCache(), redis]), loader: loader)
+        let manager = ImageManager(
+            cache: CachesManager([MemoryCache(), redis]), loader: loader, coders: RedisCacheTesting.coders)
         let load = Task {
             try await manager.loadImage(with: url, options: [.waitStoreCache], context: RedisCacheTesting.context())
         }

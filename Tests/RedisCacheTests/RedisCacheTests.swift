@@ -29,16 +29,15 @@ enum RedisCacheTesting {
         TestCoder.data(width: width, height: height, colors: [RGBAColor(red: seed, green: 2, blue: 3, alpha: 255)])
     }
 
-    /// A manager over memory + `redis`, loading through `loader`, decoding with ``TestCoder``.
+    /// A manager over memory + `redis`, loading through `loader`, decoding the test format with its own coders (a coder named in a load's context would be a key
+    /// part, and make every load a derived key with its own original).
     static func manager(redis: RedisCache, loader: ScriptedLoader) -> ImageManager {
-        ImageManager(cache: CachesManager([MemoryCache(), redis]), loader: loader)
+        ImageManager(cache: CachesManager([MemoryCache(), redis]), loader: loader, coders: coders)
     }
 
-    static func context() -> ImageContext {
-        var context = ImageContext()
-        context.imageCoder = TestCoder()
-        return context
-    }
+    static let coders = CodersManager(coders: [TestCoder()])
+
+    static func context() -> ImageContext { ImageContext() }
 
     static func counter(_ metrics: TestMetrics, _ label: String, _ dimensions: [(String, String)]? = nil) -> Int64 {
         dimensions.map { metrics.counterTotal(label: label, dimensions: $0) } ?? metrics.counterTotal(label: label)
@@ -150,7 +149,8 @@ struct RedisCacheTests {
         let loaderB = ScriptedLoader()
         let redisB = RedisCache(configuration: configuration, promotingHitsTo: disk)
         defer { redisB.shutdown() }
-        let managerB = ImageManager(cache: CachesManager([MemoryCache(), disk, redisB]), loader: loaderB)
+        let managerB = ImageManager(
+            cache: CachesManager([MemoryCache(), disk, redisB]), loader: loaderB, coders: RedisCacheTesting.coders)
         let transformerB = TestTransformer(width: 4, height: 3)
         var contextB = RedisCacheTesting.context()
         contextB.imageTransformer = transformerB

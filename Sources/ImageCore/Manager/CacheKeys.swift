@@ -6,7 +6,8 @@ import Foundation
 /// filter's string, else the URL's absolute string — and each further token is one part, `name(value)`, in this
 /// order and only when it applies: `partition(<key>)` (``ImageContextOption/cachePartitionKey``),
 /// `thumbnail(WxH,fit|fill[,up])`, `orientation(raw)`, `frames(first)`, `decode(<parts>)` (decode options added by
-/// plugins, such as a custom coder's options), `transform(<transformerKey>)`. When a part was added and the URL
+/// plugins, such as a custom coder's options), `coder(<type>)` (a coder named in the context),
+/// `transform(<transformerKey>)`. When a part was added and the URL
 /// path has a short alphanumeric extension (1–5 characters), a last token `.<ext>` repeats it, so the key still
 /// ends in the image's extension.
 ///
@@ -36,11 +37,13 @@ enum CacheKeys {
         var rawOrientation = false
         var firstFrame = false
         var decode: String?
+        /// The type of a coder the load names in its context (``ImageContextOption/imageCoder``).
+        var coder: String?
         var transformer: TransformerKeyPart?
 
         /// True when no part applies (the key is the base alone).
         var isEmpty: Bool {
-            partition == nil && thumbnail == nil && !rawOrientation && !firstFrame && decode == nil
+            partition == nil && thumbnail == nil && !rawOrientation && !firstFrame && decode == nil && coder == nil
                 && transformer == nil
         }
     }
@@ -66,7 +69,9 @@ enum CacheKeys {
         // Every field read once into a local: the closure below then copies no optional out of `parts`.
         let partition = parts.partition
         let thumbnail = parts.thumbnail.map { thumbnailValue($0, fill: parts.fill, scaleUp: parts.scaleUp) }
-        let (rawOrientation, firstFrame, decode) = (parts.rawOrientation, parts.firstFrame, parts.decode)
+        let (rawOrientation, firstFrame, decode, coder) = (
+            parts.rawOrientation, parts.firstFrame, parts.decode, parts.coder
+        )
         let transformPart = parts.transformer?.part ?? ""
         var length = baseLength
         length += partLength("partition", partition)
@@ -74,6 +79,7 @@ enum CacheKeys {
         length += rawOrientation ? partLength("orientation", "raw") : 0
         length += firstFrame ? partLength("frames", "first") : 0
         length += partLength("decode", decode)
+        length += partLength("coder", coder)
         length += transformPart.utf8.count
         let ext = URLScan.shortExtension(of: url, absoluteString: absoluteString, schemeEnd: schemeEnd)
         length += ext.map { 2 + $0.count } ?? 0
@@ -86,6 +92,7 @@ enum CacheKeys {
             if rawOrientation { writer.writePart("orientation", "raw") }
             if firstFrame { writer.writePart("frames", "first") }
             if decode != nil { writer.writePart("decode", decode) }
+            if coder != nil { writer.writePart("coder", coder) }
             writer.writeVerbatim(transformPart)
             if let ext { writer.writeExtension(ext) }
             return writer.offset

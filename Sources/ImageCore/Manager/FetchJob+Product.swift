@@ -89,6 +89,9 @@ extension FetchJob {
                         // Decided: this process will not store the key (others fetch it themselves, not wait).
                         return event { state in
                             if let cacheKey = plan.key { state.decidedKeys.insert(cacheKey) }
+                            if case .download = source.origin, let originalKey = plan.originalKey {
+                                state.decidedKeys.insert(originalKey)
+                            }
                             return state.machine.productFailed(key, wrapped)
                         }
                     }

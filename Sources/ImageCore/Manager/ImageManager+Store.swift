@@ -8,7 +8,7 @@ extension ImageManager {
         let cache: any ImageCacheProtocol
         let image: Image?
         let data: Data?
-        let metadata: CacheEntryMetadata?
+        var metadata: CacheEntryMetadata?
         let key: String
         let cacheType: ImageCacheType
         /// The disk bytes come from the serializer: encoded after the memory store, off the delivery path.
@@ -44,8 +44,13 @@ extension ImageManager {
             }
         }
         var requests: [StoreRequest] = []
+        // A derived entry carries its source response's validators: a revalidation of the derived key asks the
+        // origin about the source it was made from, and a 304 keeps the entry. (Its content type is the serializer's
+        // format, set once the bytes are known.)
+        let response = source.response
         let derivedMetadata = { (image: Image) -> CacheEntryMetadata in
-            var metadata = CacheEntryMetadata(originalKey: key, storedAt: Date())
+            var metadata = CacheEntryMetadata(
+                originalKey: key, etag: response?.etag, lastModified: response?.lastModified, storedAt: Date())
             metadata.contentType = image.format.mimeType
             return metadata
         }
@@ -148,7 +153,11 @@ extension ImageManager {
                 // they decode to exactly the product (the first frame of a still), else they mean something else.
                 let data = plan.serializer.cacheData(for: image, originalData: request.exactData, imageURL: plan.url)
                 if data == nil { self.log("cache serializer produced no bytes for key \(request.key)") }
-                store(request, data, .disk)
+                var described = request
+                if let data, let format = ImageFormat.detect(data) {
+                    described.metadata?.contentType = format.mimeType
+                }
+                store(described, data, .disk)
             }
         }
     }

@@ -56,7 +56,7 @@ final class LoadPlan: Sendable {
     /// source is then exactly the original's decode.
     var isDerivedOnlyByFirstFrame: Bool {
         decodeOptions.firstFrameOnly && transformerKey == nil && decodeOptions.thumbnailPixelSize == nil
-            && decodeOptions.applyOrientation && decodeOptions.keyPart == nil
+            && decodeOptions.applyOrientation && decodeOptions.keyPart == nil && coder == nil
     }
 
     /// The declarations this load's options make active and the rules they give each seam (``LoadTraits``).
@@ -179,7 +179,7 @@ final class LoadPlan: Sendable {
                 base: base, url: url, absoluteString: absoluteString, schemeEnd: schemeEnd, parts: parts)
             return Keys(key: key, hasParts: !parts.isEmpty)
         }
-        if box == nil, !partitioned {
+        if box == nil, !partitioned, !context.hasValue(.imageCoder) {
             let base = absoluteString
             // A transformer and nothing else (every load of a thumbnail service): its part is copied in as it is.
             if context.hasValue(.imageTransformer),
@@ -224,6 +224,10 @@ final class LoadPlan: Sendable {
             }
         }
         if partitioned { parts.partition = context.cachePartitionKey }
+        // A coder of the load's own decodes its own way (``ContextSlot/imageCoder``'s declaration: a key part).
+        if context.hasValue(.imageCoder), let coder = context.imageCoder {
+            parts.coder = String(reflecting: type(of: coder))
+        }
         return parts
     }
 

@@ -41,9 +41,17 @@ public protocol ImageCoder: Sendable {
     /// Reads size and format from the header without decoding; nil when the header is unreadable or the coder
     /// does not support probing. The core uses it to enforce the pixel budget before any decode.
     func probe(_ data: Data) -> ImageProperties?
+    /// True when ``encode(_:as:options:)`` to `format` with ``ImageEncodeOptions/lossless`` writes bytes this coder
+    /// decodes back to exactly the image's pixels, every frame, for every 8-bit layout.
+    ///
+    /// The default cache serializer writes a derived entry only in such a format (``DefaultCacheSerializer``), so a
+    /// later disk hit reads back the pixels the first load delivered. Default: false.
+    func encodesExactly(to format: ImageFormat) -> Bool
 }
 
 extension ImageCoder {
     /// Default: no probing.
     public func probe(_ data: Data) -> ImageProperties? { nil }
+    /// Default: no format is promised exact.
+    public func encodesExactly(to format: ImageFormat) -> Bool { false }
 }

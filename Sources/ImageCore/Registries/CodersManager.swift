@@ -108,6 +108,11 @@ public final class CodersManager: ProgressiveImageCoder, AnimatedImageCoder, Sen
         }
     }
 
+    /// What the coder that would encode `format` (the first that can) promises.
+    public func encodesExactly(to format: ImageFormat) -> Bool {
+        byPriority.first { $0.canEncode(to: format) }?.encodesExactly(to: format) ?? false
+    }
+
     /// The first coder's probe that answers.
     public func probe(_ data: Data) -> ImageProperties? {
         byPriority.first { $0.canDecode(data) }?.probe(data)

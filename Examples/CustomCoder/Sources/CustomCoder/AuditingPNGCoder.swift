@@ -26,6 +26,8 @@ final class AuditingPNGCoder: ImageCoder {
 
     func canEncode(to format: ImageFormat) -> Bool { wrapped.canEncode(to: format) }
 
+    func encodesExactly(to format: ImageFormat) -> Bool { wrapped.encodesExactly(to: format) }
+
     func encode(_ image: Image, as format: ImageFormat, options: ImageEncodeOptions) throws -> Data {
         try wrapped.encode(image, as: format, options: options)
     }

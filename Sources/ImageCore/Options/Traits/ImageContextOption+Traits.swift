@@ -8,7 +8,8 @@ extension ContextSlot {
         switch self {
         case .imageCache: OptionTraits([.stored, .sources], download: .isolates)
         case .imageLoader: OptionTraits(.bytesFetched, download: .isolates)
-        case .imageCoder: OptionTraits(.pixels)
+        // A coder of the load's own may decode the same bytes otherwise: its type is a key part.
+        case .imageCoder: OptionTraits(.pixels, key: .part("coder"))
         case .imageTransformer: OptionTraits(.transform, key: .part("transform"))
         case .cacheKeyFilter: OptionTraits(.stored, key: .base)
         case .cacheSerializer: OptionTraits(.stored)
