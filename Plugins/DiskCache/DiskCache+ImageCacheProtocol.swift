@@ -53,8 +53,8 @@ extension DiskCache {
     /// previous entry intact. When the write backlog is full the store is dropped: the completion gets
     /// `cacheFailure` caused by ``DiskCacheWriteBacklogFull`` before this returns, and queries keep answering
     /// with the previous entry. In a directory the cache does not own (``DiskCache/ownsDirectory``) the
-    /// completion gets `cacheFailure` caused by ``DiskCacheDirectoryNotOwned``. ``waitForPendingWrites()`` returns
-    /// once every store made before it is written (or failed).
+    /// completion gets `cacheFailure` caused by ``DiskCacheDirectoryNotOwned``.
+    /// ``waitForPendingWrites(completion:)`` calls back once every store made before it is written (or failed).
     public func store(
         _ image: Image?, data: Data?, metadata: CacheEntryMetadata?, forKey key: String, cacheType: ImageCacheType,
         completion: (@Sendable (Result<Void, ImageError>) -> Void)?

@@ -202,8 +202,9 @@ extension DiskCache {
     /// trimming sweep that started after write number `covering` was published has run meanwhile: that one saw
     /// the write and enforced the limit.
     func runSweep(trigger: SweepTrigger, trim: Bool = true, covering: UInt64? = nil) {
-        let report = sweepLock.withLock { record -> SweepReport? in
-            if let covering, record.lastTrimStart >= covering { return nil }
+        let (report, becameForeign) = sweepLock.withLock { record -> (SweepReport?, Bool) in
+            if let covering, record.lastTrimStart >= covering { return (nil, false) }
+            let ownershipBefore = store.ownership.value
             let start = state.withLock { state -> UInt64 in
                 state.sweeping = true
                 state.writtenDuringSweep = 0
@@ -219,9 +220,9 @@ extension DiskCache {
                 state.bytesSinceSweep = state.writtenDuringSweep
             }
             if trim && report != nil { record.lastTrimStart = start }
-            return report
+            return (report, ownershipBefore != .foreign && store.ownership.isForeign)
         }
-        if trigger == .startup && store.ownership.isForeign {
+        if becameForeign {
             initialConfiguration.logger.warning(
                 "disk cache directory is not the cache's: it keeps nothing there and deletes nothing there",
                 metadata: [

@@ -79,13 +79,15 @@ extension DiskEntryStore {
     /// Walks the directory and records whose it is. In a directory the cache owns, removes expired entries (every
     /// entry with `removeEverything`), entries of format version 1 and stale temporaries, then, when the entries
     /// exceed `maxSize` (> 0), the least recently accessed until they fit in `lowWater`. An empty directory
-    /// becomes owned. In a foreign directory nothing is removed: the report only counts the entry-named files.
+    /// becomes owned. In a foreign directory nothing is removed, and the report is empty (nothing there is the
+    /// cache's).
     ///
     /// A missing directory is empty (the next write recreates and marks it). Files that vanish meanwhile (another
     /// process) are simply skipped.
     func sweep(now: Double, maxSize: Int, lowWater: Int, removeEverything: Bool = false) throws -> SweepReport {
         guard let listing = try fs.listDirectory(directory) else { return SweepReport() }
-        let owned = recordOwnership(of: listing)
+        // Nothing in a foreign directory is the cache's: nothing to remove, nothing to count.
+        guard recordOwnership(of: listing) else { return SweepReport() }
         var report = SweepReport()
         var live: [DirectoryItem] = []
         live.reserveCapacity(listing.files.count)
@@ -93,9 +95,7 @@ extension DiskEntryStore {
         for item in listing.files {
             let drop: Bool
             let isEntry = DiskFileNaming.isEntryName(item.name)
-            if !owned {
-                drop = false
-            } else if isEntry {
+            if isEntry {
                 drop = removeEverything || maxDiskAge.map { now - item.accessTime > $0 } ?? false
             } else if DiskFileNaming.isLegacyEntryName(item.name) {
                 // An entry of format version 1: no lookup finds it (a clean miss); its space is reclaimed.
@@ -114,7 +114,7 @@ extension DiskEntryStore {
             }
         }
         report.count = live.count
-        guard owned, maxSize > 0, report.totalSize > maxSize else { return report }
+        guard maxSize > 0, report.totalSize > maxSize else { return report }
         live.sort { $0.accessTime < $1.accessTime }
         for item in live {
             guard report.totalSize > lowWater else { break }
@@ -127,9 +127,9 @@ extension DiskEntryStore {
         return report
     }
 
-    /// Size and count of the entry files now in the directory.
+    /// Size and count of the entry files now in the directory (none in a foreign directory).
     func measure() throws -> (size: Int, count: Int) {
-        guard let listing = try fs.listDirectory(directory) else { return (0, 0) }
+        guard !ownership.isForeign, let listing = try fs.listDirectory(directory) else { return (0, 0) }
         var size = 0
         var count = 0
         for item in listing.files where DiskFileNaming.isEntryName(item.name) {
