@@ -7,8 +7,10 @@ extension DiskCache {
     /// Answers on the read pool, or on the caller's thread before returning with
     /// ``ImageCore/ImageOptions/queryDiskDataSync``. A hit carries the bytes and metadata, never an image (the
     /// manager decodes). Corrupt and expired entries are misses; an unreadable file is a `cacheFailure`.
-    /// Returns an operation that cancels a read not yet started (the completion then gets `cancelled`), or nil
-    /// when the query completed before returning.
+    /// Returns a ``ImageCore/CacheQueryOperation`` (nil when the query completed before returning) that keeps the
+    /// protocol's cancel contract: cancelling it before the answer completes the query with `cancelled` at once,
+    /// on the cancelling thread; a read not started yet is skipped, the answer of one already running is dropped.
+    /// In a directory the cache does not own (``DiskCache/ownsDirectory``) every query is a miss.
     @discardableResult
     public func queryImage(
         forKey key: String, options: ImageOptions, context: ImageContext, cacheType: ImageCacheType,
@@ -22,10 +24,11 @@ extension DiskCache {
             completion(queryResult(forKey: key))
             return nil
         }
-        let operation = CancellableOperation()
+        let operation = CacheQueryOperation(completion: completion)
         readPool.submit {
-            if operation.isCancelled { return completion(.failure(.cancelled(stage: .cacheQuery))) }
-            completion(self.queryResult(forKey: key))
+            // Cancelled before the read: it already completed with `cancelled`.
+            guard !operation.isFinished else { return }
+            operation.complete(self.queryResult(forKey: key))
         }
         return operation
     }
@@ -49,7 +52,9 @@ extension DiskCache {
     /// ``ImageCore/ImageOptions/waitStoreCache``; completions of one key's stores may run in any order). A failure leaves the
     /// previous entry intact. When the write backlog is full the store is dropped: the completion gets
     /// `cacheFailure` caused by ``DiskCacheWriteBacklogFull`` before this returns, and queries keep answering
-    /// with the previous entry.
+    /// with the previous entry. In a directory the cache does not own (``DiskCache/ownsDirectory``) the
+    /// completion gets `cacheFailure` caused by ``DiskCacheDirectoryNotOwned``.
+    /// ``waitForPendingWrites(completion:)`` calls back once every store made before it is written (or failed).
     public func store(
         _ image: Image?, data: Data?, metadata: CacheEntryMetadata?, forKey key: String, cacheType: ImageCacheType,
         completion: (@Sendable (Result<Void, ImageError>) -> Void)?
@@ -60,8 +65,10 @@ extension DiskCache {
         }
         do {
             try DiskExtendedData.check(metadata?.extendedData, stage: .cacheStore)
+            // Known foreign: fail now rather than show queries an entry that will never be written.
+            if store.ownership.isForeign { throw DiskCacheDirectoryNotOwned(directory: store.directory) }
         } catch {
-            completion?(.failure(error))
+            completion?(.failure(Self.failure(error, stage: .cacheStore)))
             return
         }
         let name = DiskFileNaming.entryName(forKey: key)
@@ -177,5 +184,24 @@ extension DiskCache {
                     self.publishActivity(state)
                 }
             }, then: completion)
+    }
+}
+
+extension DiskCache {
+    /// Calls `completion` once every store, removal and clear made before this call is done — on disk, or failed
+    /// (its own completion has run) — so a short program can exit without losing entries (Nuke's
+    /// `DataCache.flush()`).
+    ///
+    /// Holds nothing up: stores made after the call run as usual and are not waited for. Blocking calls
+    /// (``storeData(_:metadata:forKey:)`` …) running on other threads count too. `completion` runs on a write-pool
+    /// thread once the last of that work settles, or on the caller's thread before this returns when nothing is
+    /// pending; never under the cache's lock. The await form is
+    /// ``ImageCore/ImageCacheProtocol/waitForPendingWrites()``.
+    public func waitForPendingWrites(completion: @escaping @Sendable () -> Void) {
+        let work = DiskJobWork {
+            completion()
+            return nil
+        }
+        if let now = state.withLock({ $0.scheduler.fence(work) }) { _ = now.perform() }
     }
 }

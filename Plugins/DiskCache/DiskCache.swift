@@ -30,9 +30,14 @@ import Synchronization
 ///   file truncated, rewritten with truncation or extended by someone else while it is read is a miss, never
 ///   wrong bytes (the cache's own writers never change a published file); a same-size overwrite in place by
 ///   another program is caught by ``DiskCacheConfiguration/verifiesChecksums``, which checks every body against
-///   its checksum. In a
-///   directory the cache owns (it created it or found it empty, and marked it) sweeps also remove foreign files
-///   and stale temporaries.
+///   its checksum.
+/// - The cache deletes only what it can prove it wrote: files are deleted only in a directory that carries its
+///   marker (`.webimage-cache`, made when the cache creates the directory or finds it empty), and there only
+///   under the names the cache writes (its entry files, of this and the previous version, and its temporary
+///   files); any other file and any subdirectory stay. A directory that is not empty and has no marker is not
+///   the cache's: the cache keeps nothing there — queries miss, stores fail with `cacheFailure` caused by
+///   ``DiskCacheDirectoryNotOwned``, removals and sweeps delete nothing — and says so in a warning
+///   (``ownsDirectory``). Give each cache a new or empty directory.
 /// - Metrics (swift-metrics) and logs (swift-log) report dropped stores and bad entry files; see
 ///   ``DiskCacheConfiguration/metricsPrefix``.
 ///
@@ -86,8 +91,8 @@ public final class DiskCache: ImageCacheProtocol, Sendable {
 
     /// Creates a cache over `configuration.directory`, creating the directory on demand.
     ///
-    /// Schedules a first sweep (which measures the directory; work submitted meanwhile waits for it) and, when
-    /// configured, the periodic sweep.
+    /// Schedules a first sweep (which measures the directory and decides whether the cache owns it, see
+    /// ``ownsDirectory``; work submitted meanwhile waits for it) and, when configured, the periodic sweep.
     public init(configuration: DiskCacheConfiguration = .default) {
         initialConfiguration = configuration
         let limits = DiskCacheLimits(configuration: configuration)
@@ -116,6 +121,19 @@ public final class DiskCache: ImageCacheProtocol, Sendable {
 
     /// The namespace directory.
     public var directory: URL { initialConfiguration.directory }
+
+    /// Whether the cache owns its directory: the directory carries the cache's marker (`.webimage-cache`), which
+    /// the cache creates when it makes the directory or finds it empty.
+    ///
+    /// Only in a directory it owns does the cache store, serve and delete; in one that is not empty and has no
+    /// marker it keeps nothing (stores fail with `cacheFailure` caused by ``DiskCacheDirectoryNotOwned``) and
+    /// deletes nothing. Every sweep looks again: a directory emptied, or given the marker by hand, becomes the
+    /// cache's; one whose marker was deleted stops being it. Blocking: waits for the start-up sweep, which
+    /// decides it first. A directory that does not exist yet counts as owned (the first store creates and marks
+    /// it).
+    public var ownsDirectory: Bool {
+        runInline(lane: nil) { store.ownership.value != .foreign }
+    }
 
     /// Bytes the entry files may occupy; 0 means no size limit (SDWebImage's `SDImageCacheConfig.maxDiskSize`).
     ///
@@ -263,7 +281,7 @@ public final class DiskCache: ImageCacheProtocol, Sendable {
         runInline(lane: name) { performRemove(name: name) }
     }
 
-    /// Removes every entry (and any foreign file) and waits; the directory itself stays.
+    /// Removes every entry and waits; the directory, its marker and any file that is not the cache's stay.
     public func removeAll() {
         runInline(lane: nil) { performRemoveAll() }
     }
@@ -298,6 +316,9 @@ public final class DiskCache: ImageCacheProtocol, Sendable {
     static func failure(_ error: any Error, stage: ImageError.Stage) -> ImageError {
         if let error = error as? ImageError { return error }
         if let io = error as? DiskCacheIOError { return .cacheFailure(io, stage: stage) }
+        if let notOwned = error as? DiskCacheDirectoryNotOwned {
+            return ImageError(.cacheFailure, stage: stage, message: notOwned.description, underlying: notOwned)
+        }
         if let codec = error as? DiskEntryCodecError {
             return ImageError(.cacheFailure, stage: stage, message: "entry header: \(codec)", underlying: codec)
         }

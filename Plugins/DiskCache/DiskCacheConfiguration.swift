@@ -4,9 +4,11 @@ import Metrics
 
 /// Where a ``DiskCache`` keeps its files and how it bounds them.
 public struct DiskCacheConfiguration: Sendable {
-    /// The namespace directory, dedicated to the cache. When the cache created it (or found it empty) it marks
-    /// it with a `.webimage-cache` file and its sweeps then also remove files that are not cache entries; in an
-    /// unmarked directory they only manage entry files.
+    /// The namespace directory, dedicated to the cache: one that does not exist yet, or is empty. The cache marks
+    /// it with a `.webimage-cache` file and deletes only there, only the names it writes (other files stay). A
+    /// directory that is not empty and has no marker is not the cache's: the cache keeps nothing there and deletes
+    /// nothing (stores fail with `cacheFailure` caused by ``DiskCacheDirectoryNotOwned``; see
+    /// ``DiskCache/ownsDirectory``).
     public var directory: URL
     /// Entries not accessed for this long are removed; nil keeps them forever. Default 7 days. Change it while the
     /// cache runs with ``DiskCache/maxDiskAge``.

@@ -103,6 +103,7 @@ extension DiskCache {
                 let then = job.work.perform()
                 self.finished(job)
                 then?()
+                self.settled(job)
             }
         }
     }
@@ -110,6 +111,11 @@ extension DiskCache {
     /// Records that `job` finished and starts what may run next.
     func finished(_ job: DiskJob) {
         launch(state.withLock { $0.scheduler.finish(job) })
+    }
+
+    /// Records that `job`'s completion ran too, and runs the waits for pending writes it released.
+    func settled(_ job: DiskJob) {
+        for fence in state.withLock({ $0.scheduler.settle(job) }) { _ = fence.perform() }
     }
 
     /// Runs `body` on the caller's thread as an inline job of `lane` (nil: a barrier), after waiting its turn.
@@ -130,7 +136,10 @@ extension DiskCache {
             // The scheduler never rejects inline jobs; run unordered rather than not at all.
             return try body()
         }
-        defer { finished(job) }
+        defer {
+            finished(job)
+            settled(job)
+        }
         return try body()
     }
 
@@ -193,8 +202,9 @@ extension DiskCache {
     /// trimming sweep that started after write number `covering` was published has run meanwhile: that one saw
     /// the write and enforced the limit.
     func runSweep(trigger: SweepTrigger, trim: Bool = true, covering: UInt64? = nil) {
-        let report = sweepLock.withLock { record -> SweepReport? in
-            if let covering, record.lastTrimStart >= covering { return nil }
+        let (report, becameForeign) = sweepLock.withLock { record -> (SweepReport?, Bool) in
+            if let covering, record.lastTrimStart >= covering { return (nil, false) }
+            let ownershipBefore = store.ownership.value
             let start = state.withLock { state -> UInt64 in
                 state.sweeping = true
                 state.writtenDuringSweep = 0
@@ -210,11 +220,23 @@ extension DiskCache {
                 state.bytesSinceSweep = state.writtenDuringSweep
             }
             if trim && report != nil { record.lastTrimStart = start }
-            return report
+            return (report, ownershipBefore != .foreign && store.ownership.isForeign)
+        }
+        if becameForeign {
+            initialConfiguration.logger.warning(
+                "disk cache directory is not the cache's: it keeps nothing there and deletes nothing there",
+                metadata: [
+                    "directory": "\(store.directory)",
+                    "reason": "not empty and no \(DiskEntryStore.markerName) marker (use a new or empty directory)",
+                ])
         }
         if let report { initialConfiguration.onSweep?(trigger, report) }
     }
 
+    /// Moves the entries of `oldDirectory` here. Both directories must be the cache's: the old one carries the
+    /// marker (entries are moved out of it, and the old copy of a key held here is deleted), and this one is
+    /// owned or adopted; otherwise nothing moves and the result is `cacheFailure` caused by
+    /// ``DiskCacheDirectoryNotOwned``.
     func performMigration(from oldDirectory: String) -> Result<Int, ImageError> {
         guard oldDirectory != store.directory else { return .success(0) }
         var oldConfiguration = initialConfiguration
@@ -226,15 +248,23 @@ extension DiskCache {
         let listing: (files: [DirectoryItem], others: [String])?
         do {
             listing = try store.fs.listDirectory(oldDirectory)
+            guard let listing else { return .success(0) }
+            guard listing.files.contains(where: { $0.name == DiskEntryStore.markerName }) else {
+                throw DiskCacheDirectoryNotOwned(directory: oldDirectory)
+            }
+            old.ownership.value = .owned
+            try store.checkWritable()
         } catch {
             return .failure(Self.failure(error, stage: .cacheStore))
         }
-        guard let listing else { return .success(0) }
         var moved = 0
-        for item in listing.files where DiskFileNaming.isEntryName(item.name) {
+        for item in listing?.files ?? [] where DiskFileNaming.isEntryName(item.name) {
             if migrateEntry(item, from: old) { moved += 1 }
         }
-        if (try? store.fs.listDirectory(oldDirectory))??.files.map(\.name) == [DiskEntryStore.markerName] {
+        // The old directory goes when nothing but its marker is left in it.
+        if let left = try? store.fs.listDirectory(oldDirectory), left.others.isEmpty,
+            left.files.map(\.name) == [DiskEntryStore.markerName]
+        {
             _ = try? store.fs.remove(old.path(DiskEntryStore.markerName))
         }
         rmdir(oldDirectory)
@@ -259,7 +289,6 @@ extension DiskCache {
             _ = try? store.fs.remove(oldPath)
             return false
         }
-        try? store.makeOwnedDirectory()
         do {
             try store.fs.move(oldPath, to: store.path(name))
         } catch {

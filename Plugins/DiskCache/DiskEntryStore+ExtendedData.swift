@@ -22,6 +22,7 @@ extension DiskEntryStore {
     /// The attribute belongs to the file: when another process replaces the entry meanwhile, the change lands on
     /// the file it opened (before the replacement, which then wins) or on the new one (after it) — never on a mix.
     func setExtendedData(name: DiskEntryName, key: String, data: Data?, now: Double) throws -> Bool {
+        try checkWritable()
         let path = path(name)
         guard let fd = try fs.openForReading(path) else { return false }
         defer { close(fd) }

@@ -37,8 +37,8 @@ struct SweepReport {
 final class DiskEntryStore: Sendable {
     /// Temporary files older than this are leftovers of a crashed writer.
     static let staleTemporaryAge: TimeInterval = 600
-    /// Marks a directory the cache owns. Only in an owned directory does a sweep remove foreign files, so a
-    /// cache pointed at a directory full of other files by mistake never deletes them.
+    /// Marks a directory the cache owns (see ``DiskDirectoryOwnership``): only there does it read, write or delete,
+    /// so a cache pointed at a directory full of other files by mistake never deletes one of them.
     static let markerName = ".webimage-cache"
 
     let directory: String
@@ -53,6 +53,9 @@ final class DiskEntryStore: Sendable {
     let stampsWrites: Bool
     /// Hits check the body against the checksum in the header.
     let verifiesChecksums: Bool
+    /// Whether the directory carries the marker, as last seen (by the start-up sweep, every sweep since, and the
+    /// write that created the directory).
+    let ownership = DiskOwnershipState()
 
     init(
         directory: String, fs: DiskFileSystem, limits: DiskCacheLimits, accessTimeGranularity: TimeInterval,
@@ -105,7 +108,8 @@ final class DiskEntryStore: Sendable {
     func read(name: DiskEntryName, key: String, now: Double, maxBodySize: Int, into entry: inout DiskCacheEntry)
         throws -> ReadResult
     {
-        try name.withPath(in: directoryBytes) { path in
+        if ownership.isForeign { return .miss }
+        return try name.withPath(in: directoryBytes) { path in
             let first = try readOnce(path: path, key: key, now: now, maxBodySize: maxBodySize, into: &entry)
             guard case .bad(.changed, _) = first else { return first }
             return try readOnce(path: path, key: key, now: now, maxBodySize: maxBodySize, into: &entry)
@@ -195,17 +199,20 @@ final class DiskEntryStore: Sendable {
         return .hit
     }
 
-    /// True when `name` exists as a regular file that has not expired.
+    /// True when `name` exists as a regular file that has not expired (never in a directory the cache does not own).
     func contains(name: DiskEntryName, now: Double) -> Bool {
-        guard let info = try? fs.status(path(name)), (info.st_mode & S_IFMT) == S_IFREG else { return false }
+        guard !ownership.isForeign, let info = try? fs.status(path(name)), (info.st_mode & S_IFMT) == S_IFREG else {
+            return false
+        }
         if let maxDiskAge = limits.maxDiskAge, now - info.st_mtim.seconds > maxDiskAge { return false }
         return true
     }
 
     /// Removes `path` only if it is still the file described by `info` (another process may have replaced it
-    /// with a good entry since we opened it).
+    /// with a good entry since we opened it), and only in a directory the cache owns.
     private func removeIfUnchanged(_ path: String, _ info: stat) {
-        guard let current = try? fs.status(path), current.st_ino == info.st_ino, current.st_dev == info.st_dev
+        guard ownership.isOwned, let current = try? fs.status(path), current.st_ino == info.st_ino,
+            current.st_dev == info.st_dev
         else { return }
         _ = try? fs.remove(path)
     }
@@ -218,16 +225,18 @@ final class DiskEntryStore: Sendable {
     /// The temporary file is named after the entry and the process (work on one entry never runs twice at once in a
     /// process), so the directory sees the same few names come and go, as a plain writer's would; a leftover of a
     /// crashed writer under that name makes it take a fresh one. On any failure the temporary file is removed and
-    /// the previous entry is untouched. Recreates the directory when it was deleted.
+    /// the previous entry is untouched. Recreates (and marks) the directory when it was deleted.
     /// - Parameter measuresReplaced: `lstat` the entry being replaced, for size accounting (only needed when
     ///   the cache has a size limit).
     /// - Returns: bytes written and bytes of the entry it replaced (0 when not measured).
-    /// - Throws: ``DiskCacheIOError``, or ``DiskEntryCodecError`` when the metadata cannot be encoded.
+    /// - Throws: ``DiskCacheIOError``, ``DiskEntryCodecError`` when the metadata cannot be encoded, or
+    ///   ``DiskCacheDirectoryNotOwned`` when the directory is not the cache's (nothing is written).
     func write(
         name: DiskEntryName, data: Data, metadata: CacheEntryMetadata, now: Double, measuresReplaced: Bool = true
     )
         throws -> (written: Int, replaced: Int)
     {
+        try checkWritable()
         let checksum = data.withUnsafeBytes { XXH64.hash($0) }
         let header = try DiskEntryCodec.header(for: metadata, bodyLength: data.count, bodyChecksum: checksum)
         let extended = metadata.extendedData.map(DiskExtendedData.encode)
@@ -238,7 +247,7 @@ final class DiskEntryStore: Sendable {
             fd = try fs.createExclusive(temporary, extraMode: extraMode)
         } catch let error as DiskCacheIOError where error.errno == ENOENT || error.errno == EEXIST {
             // The directory was deleted under us (recreate it), or a leftover holds the name (take another).
-            if error.errno == ENOENT { try makeOwnedDirectory() }
+            if error.errno == ENOENT { try adoptDirectoryOrThrow() }
             temporary = path(DiskFileNaming.temporaryName())
             fd = try fs.createExclusive(temporary, extraMode: extraMode)
         }
@@ -267,17 +276,6 @@ final class DiskEntryStore: Sendable {
         return (header.count + data.count, replaced)
     }
 
-    /// Creates the directory and marks it as the cache's own.
-    func makeOwnedDirectory() throws {
-        try fs.makeDirectory(directory)
-        writeMarker()
-    }
-
-    private func writeMarker() {
-        guard let fd = try? fs.createExclusive(path(Self.markerName)) else { return }
-        close(fd)
-    }
-
     private func syncDirectory() {
         let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { return }
@@ -285,76 +283,11 @@ final class DiskEntryStore: Sendable {
         close(fd)
     }
 
-    /// Removes entry `name`; returns the bytes it held (0 when absent).
+    /// Removes entry `name`; returns the bytes it held (0 when absent, or when the directory is not the cache's).
     func remove(name: DiskEntryName) throws -> Int {
+        guard ownership.isOwned else { return 0 }
         let path = path(name)
         guard let info = try fs.status(path) else { return 0 }
         return try fs.remove(path) ? Int(info.st_size) : 0
-    }
-
-    // MARK: Sweep
-
-    /// Walks the directory: removes expired entries, entries of format version 1, stale temporaries and (in an owned
-    /// directory) foreign files,
-    /// then, when the entries exceed `maxSize` (> 0), removes the least recently accessed until they fit in
-    /// `lowWater`. An empty directory becomes owned.
-    ///
-    /// A missing directory is empty (the next write recreates it). Files that vanish meanwhile (another process)
-    /// are simply skipped.
-    func sweep(now: Double, maxSize: Int, lowWater: Int, removeEverything: Bool = false) throws -> SweepReport {
-        guard let listing = try fs.listDirectory(directory) else { return SweepReport() }
-        var owned = listing.files.contains { $0.name == Self.markerName }
-        if !owned && listing.files.isEmpty && listing.others.isEmpty {
-            writeMarker()
-            owned = true
-        }
-        var report = SweepReport()
-        var live: [DirectoryItem] = []
-        live.reserveCapacity(listing.files.count)
-        let maxDiskAge = limits.maxDiskAge
-        for item in listing.files where item.name != Self.markerName {
-            let isEntry = DiskFileNaming.isEntryName(item.name)
-            let drop: Bool
-            if isEntry {
-                drop = removeEverything || maxDiskAge.map { now - item.accessTime > $0 } ?? false
-            } else if DiskFileNaming.isLegacyEntryName(item.name) {
-                // An entry of format version 1: no lookup finds it (a clean miss); its space is reclaimed.
-                drop = true
-            } else if item.name.hasPrefix(DiskFileNaming.temporaryPrefix) {
-                drop = now - item.accessTime > Self.staleTemporaryAge
-            } else {
-                drop = owned
-            }
-            if drop {
-                if (try? fs.remove(path(item.name))) != nil { report.removed += 1 }
-            } else if isEntry {
-                live.append(item)
-                report.totalSize += item.size
-            }
-        }
-        report.count = live.count
-        guard maxSize > 0, report.totalSize > maxSize else { return report }
-        live.sort { $0.accessTime < $1.accessTime }
-        for item in live {
-            guard report.totalSize > lowWater else { break }
-            // A file already gone (another process swept it) counts as removed too.
-            guard (try? fs.remove(path(item.name))) != nil else { continue }
-            report.totalSize -= item.size
-            report.count -= 1
-            report.removed += 1
-        }
-        return report
-    }
-
-    /// Size and count of the entry files now in the directory.
-    func measure() throws -> (size: Int, count: Int) {
-        guard let listing = try fs.listDirectory(directory) else { return (0, 0) }
-        var size = 0
-        var count = 0
-        for item in listing.files where DiskFileNaming.isEntryName(item.name) {
-            size += item.size
-            count += 1
-        }
-        return (size, count)
     }
 }

@@ -8,13 +8,13 @@ import Synchronization
 /// The digest is collision-resistant, so two distinct keys never share a name (an entry file also records its
 /// key, and a read of another key's file is a miss). The version is in the name and in the hash's key: entries
 /// of format version 1 (`<SHA-256 hex>[.ext]`, written under the old, non-injective cache-key format) are never
-/// looked up — a clean miss — and every sweep removes them (``isLegacyEntryName(_:)``).
+/// looked up — a clean miss — and sweeps in a directory the cache owns remove them (``isLegacyEntryName(_:)``).
 enum DiskFileNaming {
     /// The naming and entry-format version; bump it (with the prefix and the hash key) to orphan every entry.
     static let version = 2
     static let prefix: [UInt8] = Array("v2-".utf8)
     static let maxExtensionLength = 5
-    /// Prefix of in-flight temporary files; the sweep removes stale ones.
+    /// Prefix of in-flight temporary files; the sweep removes stale ones (``isTemporaryName(_:)``).
     static let temporaryPrefix = ".tmp-"
     /// BLAKE3 key of version-2 names: 32 ASCII bytes.
     private static let hashKey = BLAKE3.keyWords(Array("webimage disk cache file name v2".utf8))
@@ -141,25 +141,46 @@ enum DiskFileNaming {
     }
 
     /// True when `name` has the shape of an entry file name of format version 1 (64 hex digits of a SHA-256 and
-    /// an optional extension): an entry no lookup finds any more, which sweeps remove.
+    /// an optional extension): an entry no lookup finds any more, which sweeps remove — only in a directory that
+    /// carries the cache's marker, since a SHA-256-named file elsewhere is as likely a user's as ours.
     static func isLegacyEntryName(_ name: String) -> Bool { hasDigestShape(Array(name.utf8)[...]) }
+
+    /// True when `name` is a temporary file name this cache writes, or wrote in an earlier version: the prefix,
+    /// then either the process's random part (1 to 13 base-36 digits, a `UInt64`), `-` and a counter (1 to 13
+    /// base-36 digits) or an entry file name (of either format version); or, as the first version wrote them, 1 to
+    /// 32 lowercase hex digits. Sweeps remove stale ones, and only these (in a directory the cache owns).
+    static func isTemporaryName(_ name: String) -> Bool {
+        let utf8 = Array(name.utf8)
+        let prefix = Array(temporaryPrefix.utf8)
+        guard utf8.starts(with: prefix) else { return false }
+        let rest = utf8[prefix.count...]
+        guard let dash = rest.firstIndex(of: UInt8(ascii: "-")) else {
+            return (1...32).contains(rest.count) && rest.allSatisfy(isLowercaseHex)
+        }
+        let random = rest[rest.startIndex..<dash]
+        let tail = rest[(dash + 1)...]
+        guard (1...13).contains(random.count), random.allSatisfy(isBase36) else { return false }
+        if (1...13).contains(tail.count) && tail.allSatisfy(isBase36) { return true }
+        return tail.starts(with: Self.prefix) ? hasDigestShape(tail.dropFirst(Self.prefix.count)) : hasDigestShape(tail)
+    }
+
+    private static func isLowercaseHex(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)
+    }
+
+    private static func isBase36(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+    }
 
     /// 64 lowercase hex digits, then nothing or `.` and 1 to 5 of `[a-z0-9]`.
     private static func hasDigestShape(_ utf8: ArraySlice<UInt8>) -> Bool {
         guard utf8.count >= 64 else { return false }
         let start = utf8.startIndex
-        for byte in utf8[start..<start + 64] {
-            guard
-                (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
-                    || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)
-            else { return false }
-        }
+        guard utf8[start..<start + 64].allSatisfy(isLowercaseHex) else { return false }
         if utf8.count == 64 { return true }
         let ext = utf8[(start + 65)...]
         guard utf8[start + 64] == UInt8(ascii: "."), (1...maxExtensionLength).contains(ext.count) else { return false }
-        return ext.allSatisfy {
-            (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0)
-        }
+        return ext.allSatisfy(isBase36)
     }
 
     /// A fresh temporary file name: a random prefix drawn once per process (processes sharing the directory, in

@@ -120,14 +120,19 @@ struct DiskFileSystem: Sendable {
     }
 
     /// Creates `path` and its parents (mode 0755); an existing directory is fine.
-    func makeDirectory(_ path: String) throws {
+    /// - Returns: true when this call created `path` itself (false when it existed).
+    @discardableResult
+    func makeDirectory(_ path: String) throws -> Bool {
         try check(.mkdir, path)
-        if mkdir(path, 0o755) == 0 || errno == EEXIST { return }
+        if mkdir(path, 0o755) == 0 { return true }
+        if errno == EEXIST { return false }
         guard errno == ENOENT else { throw failure(.mkdir, path) }
         let parent = (path as NSString).deletingLastPathComponent
         guard !parent.isEmpty, parent != path else { throw failure(.mkdir, path) }
         try makeDirectory(parent)
-        if mkdir(path, 0o755) != 0 && errno != EEXIST { throw failure(.mkdir, path) }
+        if mkdir(path, 0o755) == 0 { return true }
+        if errno == EEXIST { return false }
+        throw failure(.mkdir, path)
     }
 
     /// Opens `path` for reading; nil when it does not exist.

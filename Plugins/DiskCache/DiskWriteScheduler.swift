@@ -15,6 +15,10 @@
 ///   the caller runs it on its own thread instead of the pool. Inline jobs are never rejected (the caller
 ///   waiting is the back-pressure).
 ///
+/// - **Fences.** A fence (``fence(_:)``, what `waitForPendingWrites` waits on) is released once every job
+///   submitted before it has *settled* — finished and had its completion run (the shell reports it with
+///   ``settle(_:)``). Unlike a barrier it holds nothing up: jobs submitted after it start as they would without it.
+///
 /// `Work` is what the shell needs to perform a job (a closure, or a waiter to wake); the actions hand it back.
 struct DiskWriteScheduler<LaneID: Hashable, Work> {
     /// One unit of write work.
@@ -63,6 +67,20 @@ struct DiskWriteScheduler<LaneID: Hashable, Work> {
     private var unfinished: [UInt64: Int] = [:]
     private var nextID: UInt64 = 0
 
+    /// A wait for the jobs submitted before it.
+    private struct Fence {
+        /// The last job id submitted before the fence.
+        let lastID: UInt64
+        /// Those jobs not settled yet.
+        var remaining: Int
+        let work: Work
+    }
+
+    /// Jobs submitted and not settled.
+    private var unsettled = 0
+    /// Fences not released yet, oldest first.
+    private var fences: [Fence] = []
+
     /// Asynchronous jobs queued or running.
     private(set) var backlogJobs = 0
     /// Bytes of asynchronous stores queued or running.
@@ -89,6 +107,7 @@ struct DiskWriteScheduler<LaneID: Hashable, Work> {
             if overCount || overBytes { return .rejected }
         }
         nextID &+= 1
+        unsettled += 1
         if counted {
             backlogJobs += 1
             backlogBytes += max(0, cost)
@@ -136,6 +155,37 @@ struct DiskWriteScheduler<LaneID: Hashable, Work> {
         if startableBarrier() != nil { started.append(startBarrier()) }
         return started
     }
+
+    /// Waits for every job submitted so far to settle: returns `work` when none is left (run it now), else keeps
+    /// it for the ``settle(_:)`` that releases it.
+    mutating func fence(_ work: Work) -> Work? {
+        guard unsettled > 0 else { return work }
+        fences.append(Fence(lastID: nextID, remaining: unsettled, work: work))
+        return nil
+    }
+
+    /// Records that `job` settled: it finished (``finish(_:)``) and its completion ran. Returns the fences it
+    /// released, oldest first.
+    mutating func settle(_ job: Job) -> [Work] {
+        unsettled -= 1
+        guard !fences.isEmpty else { return [] }
+        var released: [Work] = []
+        var index = 0
+        while index < fences.count {
+            if job.id <= fences[index].lastID {
+                fences[index].remaining -= 1
+                if fences[index].remaining == 0 {
+                    released.append(fences.remove(at: index).work)
+                    continue
+                }
+            }
+            index += 1
+        }
+        return released
+    }
+
+    /// Fences waiting (tests).
+    var waitingFences: Int { fences.count }
 
     // MARK: Helpers
 

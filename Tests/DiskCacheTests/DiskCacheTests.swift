@@ -183,7 +183,7 @@ struct DiskCacheTests {
         }
     }
 
-    @Test("in an owned directory, foreign files and stale temporaries are removed by a sweep; entries stay")
+    @Test("in an owned directory, a sweep removes stale temporaries; entries and foreign files stay")
     func foreignFiles() throws {
         let directory = CacheFixtures.temporaryDirectory("disk")
         defer { DiskTest.removeDirectory(directory) }
@@ -198,24 +198,27 @@ struct DiskCacheTests {
         let freshTemp = directory.appendingPathComponent(".tmp-cafe")
         try Data("writing".utf8).write(to: freshTemp)
         cache.sweep()
-        #expect(DiskTest.files(in: directory) == [".tmp-cafe", DiskFileNaming.fileName(forKey: "keep")].sorted())
+        #expect(
+            DiskTest.files(in: directory)
+                == [".tmp-cafe", "notes.txt", DiskFileNaming.fileName(forKey: "keep")].sorted())
         #expect(cache.data(forKey: "keep") == Data([1]))
     }
 
-    @Test("in a directory the cache does not own, foreign files are left alone")
+    @Test("in a directory the cache does not own, foreign files are left alone and nothing is stored")
     func unownedDirectory() throws {
         let directory = CacheFixtures.temporaryDirectory("disk")
         defer { DiskTest.removeDirectory(directory) }
         let precious = directory.appendingPathComponent("precious.txt")
         try Data("mine".utf8).write(to: precious)
         let cache = DiskTest.cache(directory, maxDiskSize: 1 << 20)
-        try cache.storeData(Data([1]), forKey: "k")
+        #expect(throws: ImageError.self) { try cache.storeData(Data([1]), forKey: "k") }
         cache.sweep()
         cache.removeAll()
         #expect(FileManager.default.fileExists(atPath: precious.path))
         #expect(
             !FileManager.default.fileExists(atPath: directory.appendingPathComponent(DiskEntryStore.markerName).path))
         #expect(cache.totalCount() == 0)
+        #expect(DiskTest.files(in: directory) == ["precious.txt"])
     }
 
     @Test("the directory is recreated when deleted under a running cache")

@@ -73,7 +73,9 @@ struct DiskFileNamingTests {
             for: CacheEntryMetadata(originalKey: key, etag: "old"), bodyLength: 3, bodyChecksum: 0)
         let legacyName = String(repeating: "0123456789abcdef", count: 4) + ".png"
         try Data(header + [1, 2, 3]).write(to: directory.appendingPathComponent(legacyName))
-        // A directory the cache did not create: version-1 entries go all the same, foreign files stay.
+        // The directory of a version-1 cache carries the marker (every version made it): version-1 entries go,
+        // foreign files stay.
+        try Data().write(to: directory.appendingPathComponent(DiskEntryStore.markerName))
         try Data("mine".utf8).write(to: directory.appendingPathComponent("notes.txt"))
 
         let cache = DiskCache(configuration: DiskTest.configuration(directory))

@@ -148,4 +148,94 @@ struct DiskWriteSchedulerTests {
             #expect(barrierEpochsStarted == barrierEpochsStarted.sorted())
         }
     }
+
+    @Test("a fence is released once every job submitted before it settled, and holds no later job up")
+    func fence() throws {
+        var scheduler = Scheduler(maxBacklogJobs: 100, maxBacklogBytes: 1 << 20)
+        #expect(scheduler.fence("idle") == "idle", "nothing pending: released at once")
+        let a = try #require(Self.started(scheduler.submit(lane: "a", inline: false, cost: 1, work: "a")))
+        let clear = try #require(Self.queued(scheduler.submit(lane: nil, inline: false, work: "clear")))
+        #expect(scheduler.fence("f1") == nil)
+        // Submitted after the fence; waits for the clear (a barrier), not for the fence.
+        let b = try #require(Self.queued(scheduler.submit(lane: "b", inline: false, cost: 1, work: "b")))
+        #expect(scheduler.fence("f2") == nil)
+        #expect(scheduler.finish(a).map(\.work) == ["clear"])
+        #expect(scheduler.settle(a).isEmpty, "the clear submitted before f1 has not settled")
+        #expect(scheduler.finish(clear).map(\.work) == ["b"])
+        #expect(scheduler.settle(clear) == ["f1"], "f1 does not wait for b")
+        #expect(scheduler.waitingFences == 1)
+        #expect(scheduler.finish(b).isEmpty)
+        #expect(scheduler.settle(b) == ["f2"])
+        #expect(scheduler.waitingFences == 0 && scheduler.isIdle)
+    }
+
+    @Test("random schedules with fences: each fence is released exactly when the last job submitted before it settles")
+    func randomFences() {
+        var random = SplitMix(seed: 7)
+        var released = 0
+        for _ in 0..<300 {
+            var scheduler = Scheduler(maxBacklogJobs: 6, maxBacklogBytes: 400)
+            var running: [Scheduler.Job] = []
+            var finishedNotSettled: [Scheduler.Job] = []
+            var unsettledIDs: Set<UInt64> = []
+            var lastID: UInt64 = 0
+            // Fence name → the job ids it waits for.
+            var fences: [String: Set<UInt64>] = [:]
+            var fenceCount = 0
+            func settle(_ job: Scheduler.Job) {
+                unsettledIDs.remove(job.id)
+                let expected = fences.filter { $0.value.contains(job.id) && $0.value.isSubset(of: [job.id]) }.keys
+                for (name, ids) in fences { fences[name] = ids.subtracting([job.id]) }
+                let got = scheduler.settle(job)
+                #expect(Set(got) == Set(expected), "fences released by job \(job.id)")
+                for name in got { fences[name] = nil }
+                released += got.count
+            }
+            for _ in 0..<200 {
+                let roll = random.next() % 12
+                if roll < 5 || (running.isEmpty && finishedNotSettled.isEmpty) {
+                    let lane: String? = roll == 0 ? nil : "k\(random.next() % 4)"
+                    let cost = lane == nil ? 0 : Int(random.next() % 150) + 1
+                    switch scheduler.submit(lane: lane, inline: roll == 1, cost: cost, work: "") {
+                    case .start(let job):
+                        running.append(job)
+                        unsettledIDs.insert(job.id)
+                        lastID = job.id
+                    case .queued(let job):
+                        unsettledIDs.insert(job.id)
+                        lastID = job.id
+                    case .rejected: break
+                    }
+                } else if roll < 7 {
+                    fenceCount += 1
+                    let name = "f\(fenceCount)"
+                    let waitsFor = unsettledIDs.filter { $0 <= lastID }
+                    if let now = scheduler.fence(name) {
+                        #expect(now == name && waitsFor.isEmpty)
+                        released += 1
+                    } else {
+                        #expect(!waitsFor.isEmpty)
+                        fences[name] = waitsFor
+                    }
+                } else if roll < 10, !running.isEmpty {
+                    let job = running.remove(at: Int(random.next() % UInt64(running.count)))
+                    running += scheduler.finish(job)
+                    finishedNotSettled.append(job)
+                } else if !finishedNotSettled.isEmpty {
+                    settle(finishedNotSettled.remove(at: Int(random.next() % UInt64(finishedNotSettled.count))))
+                }
+            }
+            while !running.isEmpty || !finishedNotSettled.isEmpty {
+                if let job = running.popLast() {
+                    running += scheduler.finish(job)
+                    finishedNotSettled.append(job)
+                } else {
+                    settle(finishedNotSettled.removeFirst())
+                }
+            }
+            #expect(fences.isEmpty && scheduler.waitingFences == 0, "every fence released at the end")
+            #expect(scheduler.isIdle)
+        }
+        #expect(released > 1000, "the schedules made fences (\(released) released)")
+    }
 }

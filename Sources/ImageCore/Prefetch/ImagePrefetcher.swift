@@ -12,9 +12,14 @@ import Synchronization
 ///
 /// Reports: every URL of a batch gets exactly one per-URL report (``PrefetchURLReport``: finished, failed or
 /// skipped, see ``PrefetchOutcome``), then the batch's progress; the ``delegate`` hears about every URL and about
-/// the prefetcher going idle. All of a prefetcher's reports go through one queue that one thread at a time drains
-/// (the thread that ended a load, or the one that cancelled a batch), so they never overlap and arrive in the
-/// order the URLs ended: a batch's counts go 1, 2, 3 … and its completion comes last.
+/// the prefetcher going idle. As in SDWebImage (`callProgressBlockForToken:` and `callCompletionBlockForToken:`),
+/// the delegate hears first: for each URL, whatever its outcome, the delegate's
+/// ``ImagePrefetcherDelegate/imagePrefetcher(_:didPrefetch:)``, then the batch's per-URL handler, then its
+/// progress; when the last running batch ends, the delegate's
+/// ``ImagePrefetcherDelegate/imagePrefetcher(_:didFinishWithTotalCount:skippedCount:)``, then that batch's
+/// completion. All of a prefetcher's reports go through one queue that one thread at a time drains (the thread
+/// that ended a load, or the one that cancelled a batch), so they never overlap and arrive in the order the URLs
+/// ended: a batch's counts go 1, 2, 3 … and its completion comes after every report of its URLs.
 ///
 /// Thread-safe.
 public final class ImagePrefetcher: Sendable {
@@ -209,17 +214,19 @@ public final class ImagePrefetcher: Sendable {
         state.reports.append(
             .url(token, batch, session: session, progress: !ended.cancelled, delegate: state.delegate))
         guard ended.done else { return }
+        state.runningTokens[ObjectIdentifier(token)] = nil
+        if state.runningTokens.isEmpty {
+            // The delegate hears that the prefetcher is idle before the batch's own completion (SDWebImage's order).
+            if let delegate = state.delegate {
+                state.reports.append(.idle(delegate, total: state.sessionTotal, skipped: state.sessionSkipped))
+            }
+            state.sessionTotal = 0
+            state.sessionFinished = 0
+            state.sessionSkipped = 0
+        }
         if !ended.cancelled {
             state.reports.append(.batchCompleted(token, finished: ended.finished, skipped: ended.skipped))
         }
-        state.runningTokens[ObjectIdentifier(token)] = nil
-        guard state.runningTokens.isEmpty else { return }
-        if let delegate = state.delegate {
-            state.reports.append(.idle(delegate, total: state.sessionTotal, skipped: state.sessionSkipped))
-        }
-        state.sessionTotal = 0
-        state.sessionFinished = 0
-        state.sessionSkipped = 0
     }
 
     /// True when the caller must drain: reports wait and no other thread is draining.
@@ -245,9 +252,10 @@ public final class ImagePrefetcher: Sendable {
     private func deliver(_ report: Report) {
         switch report {
         case .url(let token, let batch, let session, let progress, let delegate):
+            // SDWebImage's order: the delegate, then the batch's own callbacks.
+            delegate?.imagePrefetcher(self, didPrefetch: session)
             token.perURL?(batch)
             if progress { token.progress?(batch.finishedCount, batch.totalCount) }
-            delegate?.imagePrefetcher(self, didPrefetch: session)
         case .batchCompleted(let token, let finished, let skipped):
             token.completed?(finished, skipped)
         case .idle(let delegate, let total, let skipped):

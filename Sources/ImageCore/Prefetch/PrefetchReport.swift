@@ -42,7 +42,8 @@ public struct PrefetchURLReport: Sendable {
 ///
 /// Both methods have empty default implementations. Calls never overlap and arrive in the order the URLs ended,
 /// on the thread that ended them (a load's callback queue, or the thread that cancelled a batch); the prefetcher
-/// holds its delegate weakly.
+/// holds its delegate weakly. As in SDWebImage, the delegate hears about a URL before the batch's per-URL handler
+/// and progress, and that the prefetcher is idle before the last batch's completion.
 public protocol ImagePrefetcherDelegate: AnyObject, Sendable {
     /// A URL of a batch ended; the counts span every batch since the prefetcher was last idle.
     func imagePrefetcher(_ prefetcher: ImagePrefetcher, didPrefetch report: PrefetchURLReport)

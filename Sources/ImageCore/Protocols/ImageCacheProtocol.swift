@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Facts stored with a cache entry; the HTTP loader's revalidation reads the validators.
 public struct CacheEntryMetadata: Hashable, Sendable, Codable {
@@ -204,6 +205,18 @@ public protocol ImageCacheProtocol: Sendable {
     /// Called off the caller's thread, never under a lock; must be fast (start I/O, don't wait for it).
     /// Default: nothing (memory and disk levels hold nothing for a miss).
     func missEnded(forKey key: String, cacheType: ImageCacheType, outcome: CacheMissOutcome)
+
+    /// Calls `completion` once every store, removal and clear handed to this cache before the call is done —
+    /// written, or failed — so a short program can exit without losing what it stored (Nuke's
+    /// `DataCache.flush()`; SDWebImage's `storeImage` completion, for all stores at once).
+    ///
+    /// Work handed over after the call is not waited for. A level that writes before `store` returns (a memory
+    /// level) has nothing pending. The await form is ``waitForPendingWrites()``; through a ``CachesManager``
+    /// it waits for every level. Stores the manager has not handed to the cache yet (a derived image still being
+    /// encoded) are not covered: a load with ``ImageOptions/waitStoreCache`` completes after its own stores.
+    /// `completion` runs on a thread of the cache (or the caller's, when nothing is pending), never under a lock.
+    /// Default: calls `completion` at once.
+    func waitForPendingWrites(completion: @escaping @Sendable () -> Void)
 }
 
 /// How the fetch that followed a cache miss ended (see ``ImageCacheProtocol/missEnded(forKey:cacheType:outcome:)``).
@@ -233,6 +246,16 @@ extension ImageCacheProtocol {
     /// Default: nothing is held for a missing key.
     public func missEnded(forKey key: String, cacheType: ImageCacheType, outcome: CacheMissOutcome) {}
 
+    /// Default: nothing is pending (the cache writes before `store` returns).
+    public func waitForPendingWrites(completion: @escaping @Sendable () -> Void) { completion() }
+
+    /// Returns once every store, removal and clear handed to this cache before the call is written or failed (see
+    /// ``waitForPendingWrites(completion:)``): await it before a short program exits. Waits even when the task
+    /// is cancelled (the writes are under way either way).
+    public func waitForPendingWrites() async {
+        await withCheckedContinuation { continuation in waitForPendingWrites { continuation.resume() } }
+    }
+
     /// Default: this cache answers only through the asynchronous query.
     public func queryImageSync(
         forKey key: String, options: ImageOptions, context: ImageContext, cacheType: ImageCacheType
@@ -240,15 +263,26 @@ extension ImageCacheProtocol {
         .needsAsyncQuery
     }
 
-    /// Async query; honours task cancellation by returning `cancelled`.
+    /// Async query; honours task cancellation.
+    ///
+    /// A task cancelled before the answer — before the call, or while the query runs — throws `cancelled` (stage
+    /// ``ImageError/Stage/cacheQuery``) at once, whatever the cache does with its own cancel, and the query's
+    /// operation is cancelled (a task cancelled before the call starts no query). An answer that arrives after
+    /// the cancel is dropped.
     public func queryImage(
         forKey key: String, options: ImageOptions = [], context: ImageContext = ImageContext(),
         cacheType: ImageCacheType = .all
     ) async throws(ImageError) -> CacheQueryResult? {
-        let result = await withCheckedContinuation { continuation in
-            queryImage(forKey: key, options: options, context: context, cacheType: cacheType) {
-                continuation.resume(returning: $0)
+        let query = AsyncCacheQuery()
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                query.start(continuation) { completion in
+                    queryImage(
+                        forKey: key, options: options, context: context, cacheType: cacheType, completion: completion)
+                }
             }
+        } onCancel: {
+            query.cancel()
         }
         return try result.get()
     }
@@ -297,5 +331,69 @@ extension ImageCacheProtocol {
     /// Async clear.
     public func clear(cacheType: ImageCacheType = .all) async {
         await withCheckedContinuation { continuation in clear(cacheType: cacheType) { continuation.resume() } }
+    }
+}
+
+/// One callback query bridged to `async`: resumes its continuation exactly once — with the answer, or with
+/// `cancelled` at the task's cancel — and cancels the query's operation on that cancel.
+///
+/// Thread-safe: the state sits behind a `Mutex`; the continuation is resumed and the operation cancelled after
+/// the lock is released. The task's cancel may come before the query starts (`withTaskCancellationHandler` then
+/// runs it first), while it starts (before its operation is known), or after.
+private final class AsyncCacheQuery: Sendable {
+    typealias Answer = Result<CacheQueryResult?, ImageError>
+
+    private struct State {
+        var continuation: CheckedContinuation<Answer, Never>?
+        var operation: (any ImageOperation)?
+        var cancelled = false
+    }
+
+    private let state = Mutex(State())
+
+    /// Starts the query (unless the task was already cancelled) with a completion that resumes `continuation`.
+    func start(
+        _ continuation: CheckedContinuation<Answer, Never>,
+        query: (_ completion: @escaping @Sendable (Answer) -> Void) -> (any ImageOperation)?
+    ) {
+        let cancelled = state.withLock { state -> Bool in
+            if !state.cancelled { state.continuation = continuation }
+            return state.cancelled
+        }
+        if cancelled { return continuation.resume(returning: .failure(.cancelled(stage: .cacheQuery))) }
+        guard let operation = query({ answer in self.finish(answer) }) else { return }
+        let cancelNow = state.withLock { state -> Bool in
+            // Still waiting for the answer: keep the operation for a later cancel.
+            if !state.cancelled && state.continuation != nil { state.operation = operation }
+            return state.cancelled
+        }
+        // The task was cancelled while the query started: the cancel resumed already, stop the query too.
+        if cancelNow { operation.cancel() }
+    }
+
+    private func finish(_ answer: Answer) {
+        let continuation = state.withLock { state -> CheckedContinuation<Answer, Never>? in
+            defer {
+                state.continuation = nil
+                state.operation = nil
+            }
+            return state.continuation
+        }
+        continuation?.resume(returning: answer)
+    }
+
+    /// The task's cancel: resumes with `cancelled` unless the answer came first, and cancels the query.
+    func cancel() {
+        let (continuation, operation) = state.withLock {
+            state -> (CheckedContinuation<Answer, Never>?, (any ImageOperation)?) in
+            state.cancelled = true
+            defer {
+                state.continuation = nil
+                state.operation = nil
+            }
+            return (state.continuation, state.operation)
+        }
+        continuation?.resume(returning: .failure(.cancelled(stage: .cacheQuery)))
+        operation?.cancel()
     }
 }

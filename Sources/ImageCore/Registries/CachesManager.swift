@@ -337,6 +337,14 @@ public final class CachesManager: ImageCacheProtocol, Sendable {
         }
     }
 
+    /// Waits for every cache's pending writes (whatever the policies): `completion` runs once each cache's
+    /// ``ImageCacheProtocol/waitForPendingWrites(completion:)`` has called back.
+    public func waitForPendingWrites(completion: @escaping @Sendable () -> Void) {
+        let caches = self.caches
+        let countdown = Countdown(caches.count, completion)
+        for cache in caches { cache.waitForPendingWrites { countdown.tick() } }
+    }
+
     /// Clears per ``clearPolicy``.
     public func clear(cacheType: ImageCacheType, completion: (@Sendable () -> Void)?) {
         let caches = targets(clearPolicy)
