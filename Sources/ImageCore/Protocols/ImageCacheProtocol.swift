@@ -289,14 +289,25 @@ extension ImageCacheProtocol {
 
     /// Async claiming query (``queryImageClaimingMiss(forKey:options:context:cacheType:completion:)``): a nil answer
     /// leaves the caller owning what the miss holds, to end with ``missEnded(forKey:cacheType:outcome:)``.
+    ///
+    /// Cancellation as the plain async query's. A miss answered after the task's cancel was given up is ended at
+    /// once (``CacheMissOutcome/abandoned``): nobody is left to own it.
     public func queryImageClaimingMiss(
         forKey key: String, options: ImageOptions = [], context: ImageContext = ImageContext(),
         cacheType: ImageCacheType = .all
     ) async throws(ImageError) -> CacheQueryResult? {
-        let result = await withCheckedContinuation { continuation in
-            queryImageClaimingMiss(forKey: key, options: options, context: context, cacheType: cacheType) {
-                continuation.resume(returning: $0)
+        let query = AsyncCacheQuery { dropped in
+            if case .success(nil) = dropped { missEnded(forKey: key, cacheType: cacheType, outcome: .abandoned) }
+        }
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                query.start(continuation) { completion in
+                    queryImageClaimingMiss(
+                        forKey: key, options: options, context: context, cacheType: cacheType, completion: completion)
+                }
             }
+        } onCancel: {
+            query.cancel()
         }
         return try result.get()
     }
@@ -350,6 +361,10 @@ private final class AsyncCacheQuery: Sendable {
     }
 
     private let state = Mutex(State())
+    /// Gets an answer that came after the task's cancel resumed the caller (a claiming query's miss must be ended).
+    private let dropped: @Sendable (Answer) -> Void
+
+    init(dropped: @escaping @Sendable (Answer) -> Void = { _ in }) { self.dropped = dropped }
 
     /// Starts the query (unless the task was already cancelled) with a completion that resumes `continuation`.
     func start(
@@ -379,7 +394,8 @@ private final class AsyncCacheQuery: Sendable {
             }
             return state.continuation
         }
-        continuation?.resume(returning: answer)
+        guard let continuation else { return dropped(answer) }
+        continuation.resume(returning: answer)
     }
 
     /// The task's cancel: resumes with `cancelled` unless the answer came first, and cancels the query.
