@@ -64,9 +64,10 @@ public final class GIFCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendable
     /// True when `data` starts like a GIF (the header may still be incomplete).
     public func canIncrementallyDecode(_ data: Data) -> Bool { canDecode(data) }
 
-    /// A decoder that shows the first frame once its bytes are complete; see ``GIFIncrementalDecoder``.
+    /// A decoder that shows the first frame once its bytes are complete (ImageCore's ``IncrementalDecoder`` with
+    /// GIF's step).
     public func makeIncrementalDecoder(options: ImageDecodeOptions) -> any IncrementalImageDecoder {
-        GIFIncrementalDecoder(coder: self, options: options)
+        IncrementalDecoder(options: options, step: GIFIncrementalStep(coder: self, options: options))
     }
 
     /// Encodes `image` as a GIF (animated when it has several frames and `firstFrameOnly` is off).

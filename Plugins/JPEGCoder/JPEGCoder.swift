@@ -64,8 +64,9 @@ public final class JPEGCoder: ProgressiveImageCoder, Sendable {
     /// True once the prefix shows the JPEG signature.
     public func canIncrementallyDecode(_ data: Data) -> Bool { canDecode(data) }
 
-    /// Creates a decoder fed with a growing prefix; see ``JPEGIncrementalDecoder``'s preview policy.
+    /// Creates a decoder fed with a growing prefix: ImageCore's ``IncrementalDecoder`` with JPEG's step, which
+    /// previews each completed scan of a progressive JPEG and a baseline JPEG's rows in 25% steps of bytes.
     public func makeIncrementalDecoder(options: ImageDecodeOptions) -> any IncrementalImageDecoder {
-        JPEGIncrementalDecoder(options: options)
+        IncrementalDecoder(options: options, step: JPEGIncrementalStep(options: options))
     }
 }

@@ -141,9 +141,10 @@ public final class JXLCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendable
     public func canIncrementallyDecode(_ data: Data) -> Bool { canDecode(data) }
 
     /// A decoder that shows libjxl's progressive steps (the 1:8 DC image, then each pass) of the first frame as
-    /// bytes arrive; the final image is exactly a full decode.
+    /// bytes arrive; the final image is exactly a full decode. ImageCore's ``IncrementalDecoder`` with JPEG XL's
+    /// step.
     public func makeIncrementalDecoder(options: ImageDecodeOptions) -> any IncrementalImageDecoder {
-        JXLIncrementalDecoder(coder: self, options: options)
+        IncrementalDecoder(options: options, step: JXLIncrementalStep(coder: self, options: options))
     }
 
     // MARK: Internals
