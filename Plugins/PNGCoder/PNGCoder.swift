@@ -109,8 +109,9 @@ public final class PNGCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendable
     /// True once the prefix shows the PNG signature.
     public func canIncrementallyDecode(_ data: Data) -> Bool { canDecode(data) }
 
-    /// Creates a decoder fed with a growing prefix (libpng's progressive reader); see ``IncrementalImageDecoder``.
+    /// Creates a decoder fed with a growing prefix: ImageCore's ``IncrementalDecoder`` with PNG's step (libpng's
+    /// progressive reader).
     public func makeIncrementalDecoder(options: ImageDecodeOptions) -> any IncrementalImageDecoder {
-        PNGIncrementalDecoder(options: options)
+        IncrementalDecoder(options: options, step: PNGIncrementalStep(coder: self, options: options))
     }
 }
