@@ -7,7 +7,9 @@ import ImageCore
 /// logical screen (RGBA, straight alpha, transparent start), honours all disposal methods, clips frames that
 /// reach outside the screen, reads the NETSCAPE2.0 loop count (1 when absent, 0 forever) and clamps delays of
 /// 10 ms or less to 100 ms as browsers do. Animated decodes return the first frame plus an on-demand provider
-/// unless ``ImageDecodeOptions/preloadAllFrames`` or ``ImageDecodeOptions/firstFrameOnly`` is set.
+/// unless ``ImageDecodeOptions/preloadAllFrames`` or ``ImageDecodeOptions/firstFrameOnly`` is set. A file that ends
+/// after a whole frame without its trailer decodes, as in browsers, marked ``ImageMetadata/isIncomplete``; one that
+/// ends inside a frame fails.
 ///
 /// Threading: stateless and thread-safe; each call uses its own giflib handle. Calls block: run them on the
 /// decode pool, not the cooperative pool. Errors: ``ImageError`` `badImageData` (giflib's code and text as the
@@ -105,7 +107,7 @@ public final class GIFCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendable
         let compositor = try GIFCompositor(bytes: bytes, structure: structure, budget: budget)
         let metadata = ImageMetadata(
             iccProfile: structure.iccProfile, sourcePixelWidth: structure.width, sourcePixelHeight: structure.height,
-            isPartial: isPartial)
+            isPartial: isPartial, isIncomplete: !isPartial && structure.endsBeforeTrailer)
         let still = count == 1
         func frame(_ index: Int) throws(ImageError) -> ImageFrame {
             try makeFrame(
