@@ -123,10 +123,10 @@ public final class AVIFCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendabl
     public func canIncrementallyDecode(_ data: Data) -> Bool { canDecode(data) }
 
     /// A decoder that shows the rows libavif can decode from the bytes so far (tiles of a grid image as they
-    /// arrive); a single-tile image, the common case, shows nothing until complete. See
-    /// ``AVIFIncrementalDecoder``.
+    /// arrive); a single-tile image, the common case, shows nothing until complete. ImageCore's
+    /// ``IncrementalDecoder`` with AVIF's step.
     public func makeIncrementalDecoder(options: ImageDecodeOptions) -> any IncrementalImageDecoder {
-        AVIFIncrementalDecoder(coder: self, options: options)
+        IncrementalDecoder(options: options, step: AVIFIncrementalStep(coder: self, options: options))
     }
 
     // MARK: Encoding

@@ -7,7 +7,9 @@ import ImageCore
 /// logical screen (RGBA, straight alpha, transparent start), honours all disposal methods, clips frames that
 /// reach outside the screen, reads the NETSCAPE2.0 loop count (1 when absent, 0 forever) and clamps delays of
 /// 10 ms or less to 100 ms as browsers do. Animated decodes return the first frame plus an on-demand provider
-/// unless ``ImageDecodeOptions/preloadAllFrames`` or ``ImageDecodeOptions/firstFrameOnly`` is set.
+/// unless ``ImageDecodeOptions/preloadAllFrames`` or ``ImageDecodeOptions/firstFrameOnly`` is set. A file that ends
+/// after a whole frame without its trailer decodes, as in browsers, marked ``ImageMetadata/isIncomplete``; one that
+/// ends inside a frame fails.
 ///
 /// Threading: stateless and thread-safe; each call uses its own giflib handle. Calls block: run them on the
 /// decode pool, not the cooperative pool. Errors: ``ImageError`` `badImageData` (giflib's code and text as the
@@ -64,9 +66,10 @@ public final class GIFCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendable
     /// True when `data` starts like a GIF (the header may still be incomplete).
     public func canIncrementallyDecode(_ data: Data) -> Bool { canDecode(data) }
 
-    /// A decoder that shows the first frame once its bytes are complete; see ``GIFIncrementalDecoder``.
+    /// A decoder that shows the first frame once its bytes are complete (ImageCore's ``IncrementalDecoder`` with
+    /// GIF's step).
     public func makeIncrementalDecoder(options: ImageDecodeOptions) -> any IncrementalImageDecoder {
-        GIFIncrementalDecoder(coder: self, options: options)
+        IncrementalDecoder(options: options, step: GIFIncrementalStep(coder: self, options: options))
     }
 
     /// Encodes `image` as a GIF (animated when it has several frames and `firstFrameOnly` is off).
@@ -104,7 +107,7 @@ public final class GIFCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendable
         let compositor = try GIFCompositor(bytes: bytes, structure: structure, budget: budget)
         let metadata = ImageMetadata(
             iccProfile: structure.iccProfile, sourcePixelWidth: structure.width, sourcePixelHeight: structure.height,
-            isPartial: isPartial)
+            isPartial: isPartial, isIncomplete: !isPartial && structure.endsBeforeTrailer)
         let still = count == 1
         func frame(_ index: Int) throws(ImageError) -> ImageFrame {
             try makeFrame(

@@ -33,6 +33,9 @@ struct GIFStructure: Sendable {
     var iccProfile: [UInt8]?
     /// False when the bytes ended before the trailer (only possible with `allowTruncated`).
     var isComplete: Bool
+    /// True when the bytes ended after a whole frame instead of at the trailer, which a full decode accepts as
+    /// browsers do: the file may have been cut there, so the image is marked incomplete.
+    var endsBeforeTrailer = false
     /// True when the scan stopped at the frame limit (``AnimationBudget/Policy/firstFrameOnly``): only the
     /// first frame may be shown.
     var exceededFrameLimit = false
@@ -85,6 +88,7 @@ struct GIFStructure: Sendable {
             let recordStart = reader.cursor
             do throws(ImageError) {
                 if reader.cursor >= bytes.count && !result.frames.isEmpty {
+                    result.endsBeforeTrailer = true
                     break scanning  // no trailer: accept the frames read so far
                 }
                 switch try handle.nextRecord() {

@@ -13,7 +13,9 @@ public import ImageCore
 /// and the EXIF block go to ``ImageMetadata``. Thumbnails and scale-down use libjpeg-turbo's DCT scaling (1/8 to
 /// 1) to the smallest size that still covers the target, then an area-average resample to the exact size, so a
 /// 12 MP photo never decodes at full size to make 256 px. Recoverable corruption (truncated data, extraneous bytes)
-/// decodes with libjpeg's warnings ignored, as djpeg does; fatal errors throw.
+/// decodes with libjpeg's warnings ignored, as djpeg does; fatal errors throw. Data that ends before the EOI
+/// marker (a cut download: libjpeg fills in the missing area) gives an image marked
+/// ``ImageMetadata/isIncomplete``.
 ///
 /// Threading: stateless and `Sendable`; every call owns its TurboJPEG handle, so calls may run concurrently. Calls
 /// block: use a decode pool, not the cooperative pool.
@@ -64,8 +66,9 @@ public final class JPEGCoder: ProgressiveImageCoder, Sendable {
     /// True once the prefix shows the JPEG signature.
     public func canIncrementallyDecode(_ data: Data) -> Bool { canDecode(data) }
 
-    /// Creates a decoder fed with a growing prefix; see ``JPEGIncrementalDecoder``'s preview policy.
+    /// Creates a decoder fed with a growing prefix: ImageCore's ``IncrementalDecoder`` with JPEG's step, which
+    /// previews each completed scan of a progressive JPEG and a baseline JPEG's rows in 25% steps of bytes.
     public func makeIncrementalDecoder(options: ImageDecodeOptions) -> any IncrementalImageDecoder {
-        JPEGIncrementalDecoder(options: options)
+        IncrementalDecoder(options: options, step: JPEGIncrementalStep(options: options))
     }
 }

@@ -22,8 +22,10 @@ struct JPEGDecodeReport: Equatable {
 /// Adobe inversion). Thumbnails pick the smallest DCT scaling factor (1/8...1) whose output still covers the target,
 /// then area-average to the exact target. EXIF orientation is applied after scaling unless
 /// ``ImageDecodeOptions/applyOrientation`` is false. Recoverable libjpeg warnings (premature end of data, extraneous
-/// bytes) still produce an image, like libjpeg-turbo's own tools; fatal errors throw. Thread-safe: each call owns its
-/// TurboJPEG handle.
+/// bytes) still produce an image, like libjpeg-turbo's own tools; fatal errors throw. An image of bytes that end
+/// before the EOI marker (libjpeg's "premature end of JPEG file", the missing area filled in) is marked
+/// ``ImageMetadata/isIncomplete``, unless it is a preview (``ImageMetadata/isPartial``). Thread-safe: each call owns
+/// its TurboJPEG handle.
 enum JPEGDecoder {
     /// Flags for every decode: refuse progressive files with an absurd scan count (CPU bomb guard).
     private static let decodeFlags = Int32(TJFLAG_LIMITSCANS)
@@ -51,9 +53,12 @@ enum JPEGDecoder {
 
             // CMYK reaches the colour converter as CMYK (an RGB buffer would have lost it); see ColorConversion.
             let cmykConverter = header.isCMYK && options.convertToSRGB ? ColorConversion.converter : nil
-            var pixels = try decompress(
+            let decoded = try decompress(
                 bytes, header: header, factor: factor, tj: tj, adobe: markers.hasAdobe,
                 cmyk: cmykConverter.map { ($0, markers.iccProfile) })
+            var pixels = decoded.pixels
+            // libjpeg always warns when it runs out of data; only then is the walk to EOI needed.
+            let incomplete = !isPartial && decoded.warned && JPEGMarkers.endsBeforeEOI(bytes)
             let report = JPEGDecodeReport(
                 sourceWidth: header.width, sourceHeight: header.height, decodedWidth: pixels.width,
                 decodedHeight: pixels.height, scaleNumerator: factor.num, scaleDenominator: factor.denom)
@@ -65,7 +70,7 @@ enum JPEGDecoder {
                 orientation: rotate ? .up : orientation, sourceOrientation: orientation,
                 iccProfile: cmykConverter == nil ? markers.iccProfile : nil, exif: markers.exif,
                 sourcePixelWidth: header.width,
-                sourcePixelHeight: header.height, isPartial: isPartial)
+                sourcePixelHeight: header.height, isPartial: isPartial, isIncomplete: incomplete)
             return (Image(pixels: pixels, format: .jpeg, metadata: metadata), report)
         }
     }
@@ -92,11 +97,11 @@ enum JPEGDecoder {
     static func scaled(_ dimension: Int, _ num: Int, _ denom: Int) -> Int { (dimension * num + denom - 1) / denom }
 
     /// Runs `tjDecompress2` at `factor` into a fresh buffer, converting CMYK to RGB: through `cmyk`'s converter
-    /// and profile when given, else with the naive formula.
+    /// and profile when given, else with the naive formula. `warned`: libjpeg warned (the pixels are usable).
     private static func decompress(
         _ bytes: UnsafeRawBufferPointer, header: JPEGHeader, factor: (num: Int, denom: Int), tj: TurboJPEG,
         adobe: Bool, cmyk: (converter: any ColorConverter, profile: [UInt8]?)? = nil
-    ) throws -> PixelBuffer {
+    ) throws -> (pixels: PixelBuffer, warned: Bool) {
         let width = scaled(header.width, factor.num, factor.denom)
         let height = scaled(header.height, factor.num, factor.denom)
         let format: TJPF = header.isGray ? TJPF_GRAY : (header.isCMYK ? TJPF_CMYK : TJPF_RGB)
@@ -108,11 +113,13 @@ enum JPEGDecoder {
         }
         let base = bytes.baseAddress!.assumingMemoryBound(to: UInt8.self)
         var failure: ImageError?
+        var warned = false
         let raw = [UInt8](unsafeUninitializedCapacity: total) { buffer, initialized in
             let status = tjDecompress2(
                 tj.handle, base, UInt(bytes.count), buffer.baseAddress, Int32(width), Int32(rowBytes),
                 Int32(height), Int32(format.rawValue), decodeFlags)
             if status == 0 || tj.lastFailureWasWarning {
+                warned = status != 0
                 initialized = total
             } else {
                 failure = tj.error(stage: .decode)
@@ -124,17 +131,17 @@ enum JPEGDecoder {
             let samples = try ColorSamples(
                 width: width, height: height, model: .cmyk, bitsPerSample: 8, isInverted: adobe, bytes: raw)
             do {
-                return try cmyk.converter.convertToSRGB(samples, iccProfile: cmyk.profile)
+                return (try cmyk.converter.convertToSRGB(samples, iccProfile: cmyk.profile), warned)
             } catch {
                 throw ImageError.wrap(error, as: .badImageData, stage: .decode)
             }
         }
         if header.isCMYK {
-            return try PixelBuffer(
-                width: width, height: height, layout: .rgb8,
-                validating: cmykToRGB(raw, count: width * height, adobe: adobe))
+            let rgb = cmykToRGB(raw, count: width * height, adobe: adobe)
+            return (try PixelBuffer(width: width, height: height, layout: .rgb8, validating: rgb), warned)
         }
-        return try PixelBuffer(width: width, height: height, layout: header.isGray ? .gray8 : .rgb8, validating: raw)
+        let layout: PixelLayout = header.isGray ? .gray8 : .rgb8
+        return (try PixelBuffer(width: width, height: height, layout: layout, validating: raw), warned)
     }
 
     /// Converts CMYK (as libjpeg outputs it; Adobe files store it inverted) to RGB.

@@ -12,9 +12,11 @@ public import ImageCore
 /// (nil when they are sRGB); a lossy (XYB) image whose colour would come out linear is decoded to sRGB instead, as
 /// 8 bits cannot hold linear light well. The container's `Exif` box goes to ``ImageMetadata/exif``. Animations
 /// decode as the first frame plus an on-demand provider, unless ``ImageDecodeOptions/preloadAllFrames`` or
-/// ``ImageDecodeOptions/firstFrameOnly`` is set; frames are libjxl's coalesced (blended) frames, durations come
-/// from the frame headers (10 ms or less plays at 100 ms, as browsers do), the loop count from the animation
-/// header. Thumbnails decode at full size, then go through the shared area resampler.
+/// ``ImageDecodeOptions/firstFrameOnly`` is set (the last frame is then decoded once to learn whether the bytes
+/// end inside it: such an animation is marked ``ImageMetadata/isIncomplete``; other cut files fail); frames are
+/// libjxl's coalesced (blended) frames, durations come from the frame headers (10 ms or less plays at 100 ms, as
+/// browsers do), the loop count from the animation header. Thumbnails decode at full size, then go through the
+/// shared area resampler.
 ///
 /// Budgets: the coder reads the codestream's size header itself (``probe(_:)``) and refuses an image over
 /// ``ImageDecodeOptions/maxPixelCount`` before libjxl runs; it checks libjxl's basic info again before any pixel
@@ -100,7 +102,9 @@ public final class JXLCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendable
                 animationBudget: budget)
         }
         let first = try reader.frame(at: 0, duration: index.durations[0])
-        let metadata = reader.metadata()
+        var metadata = reader.metadata()
+        metadata.isIncomplete = JXLLastFrameCheck.endsInLastFrame(
+            data, header: reader.header, count: count, options: options, maxThreads: maxThreads)
         let provider = JXLAnimatedProvider(reader: reader, durations: index.durations, loopCount: index.loopCount)
         return Image(
             frames: [first], frameCount: count, loopCount: index.loopCount, format: .jxl, metadata: metadata,
@@ -141,9 +145,10 @@ public final class JXLCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendable
     public func canIncrementallyDecode(_ data: Data) -> Bool { canDecode(data) }
 
     /// A decoder that shows libjxl's progressive steps (the 1:8 DC image, then each pass) of the first frame as
-    /// bytes arrive; the final image is exactly a full decode.
+    /// bytes arrive; the final image is exactly a full decode. ImageCore's ``IncrementalDecoder`` with JPEG XL's
+    /// step.
     public func makeIncrementalDecoder(options: ImageDecodeOptions) -> any IncrementalImageDecoder {
-        JXLIncrementalDecoder(coder: self, options: options)
+        IncrementalDecoder(options: options, step: JXLIncrementalStep(coder: self, options: options))
     }
 
     // MARK: Internals

@@ -91,13 +91,22 @@ final class JXLFrameReader {
 
     /// Wraps decoded samples, then orients and resamples them as the options ask.
     func pixels(_ bytes: [UInt8]) throws(ImageError) -> PixelBuffer {
-        let stored = storedSize
+        try Self.pixels(bytes, from: handle, orientation: orientation, options: options)
+    }
+
+    /// Wraps samples `handle` decoded (its stored size and layout), then orients and resamples them as `options`
+    /// ask: what a frame and a preview of it both go through.
+    static func pixels(
+        _ bytes: [UInt8], from handle: JXLDecoderHandle, orientation: ImageOrientation, options: ImageDecodeOptions
+    ) throws(ImageError) -> PixelBuffer {
+        let stored = handle.storedSize
         let layout = handle.layout
         let premultiplied = layout.hasAlpha && (handle.info?.alpha_premultiplied ?? 0) != 0
         var pixels = try PixelBuffer(
             width: stored.width, height: stored.height, layout: layout,
             alphaMode: premultiplied ? .premultiplied : .straight, validating: bytes)
         if options.applyOrientation { pixels = pixels.oriented(orientation) }
+        let target = options.targetSize(forSourceWidth: pixels.width, height: pixels.height)
         if pixels.width != target.width || pixels.height != target.height {
             pixels = pixels.areaResampled(width: target.width, height: target.height)
         }

@@ -46,10 +46,16 @@ public final class PNGCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendable
 
     /// Decodes `data`: a still PNG, or an APNG's first frame plus a provider, every frame, or only the first.
     ///
+    /// An image decoded from bytes that end before the IEND chunk is marked ``ImageMetadata/isIncomplete``
+    /// (libpng stops reading after the last image data, so a file cut in the chunks after it still decodes).
     /// - Throws: ``ImageError`` `imageTooLarge` when IHDR exceeds `options.maxPixelCount` or an animation exceeds
     ///   its ``AnimationBudget``, `badImageData` otherwise.
     public func decode(_ data: Data, options: ImageDecodeOptions) throws -> Image {
-        try PNGDecoder.decode(data, options: options)
+        let image = try PNGDecoder.decode(data, options: options)
+        guard data.withUnsafeBytes({ PNGChunks.endsBeforeIEND($0) }) else { return image }
+        var metadata = image.metadata
+        metadata.isIncomplete = true
+        return image.with(metadata: metadata)
     }
 
     /// True for ``ImageFormat/png``.
@@ -112,8 +118,9 @@ public final class PNGCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendable
     /// True once the prefix shows the PNG signature.
     public func canIncrementallyDecode(_ data: Data) -> Bool { canDecode(data) }
 
-    /// Creates a decoder fed with a growing prefix (libpng's progressive reader); see ``IncrementalImageDecoder``.
+    /// Creates a decoder fed with a growing prefix: ImageCore's ``IncrementalDecoder`` with PNG's step (libpng's
+    /// progressive reader).
     public func makeIncrementalDecoder(options: ImageDecodeOptions) -> any IncrementalImageDecoder {
-        PNGIncrementalDecoder(options: options)
+        IncrementalDecoder(options: options, step: PNGIncrementalStep(coder: self, options: options))
     }
 }

@@ -74,9 +74,10 @@ public final class WebPCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendabl
     /// True when `data` starts like a WebP file.
     public func canIncrementallyDecode(_ data: Data) -> Bool { canDecode(data) }
 
-    /// A `WebPIDecoder`-based decoder that shows rows as they arrive; see ``WebPIncrementalDecoder``.
+    /// A `WebPIDecoder`-based decoder that shows rows as they arrive (ImageCore's ``IncrementalDecoder`` with
+    /// WebP's step).
     public func makeIncrementalDecoder(options: ImageDecodeOptions) -> any IncrementalImageDecoder {
-        WebPIncrementalDecoder(coder: self, options: options)
+        IncrementalDecoder(options: options, step: WebPIncrementalStep(coder: self, options: options))
     }
 
     /// Encodes `image` as WebP: lossy at `quality` or lossless, animated when it has several frames and

@@ -94,7 +94,8 @@ public enum FuzzHarness {
     }
 
     /// Feeds growing prefixes cut at input-derived points to the incremental decoder of the coder that sniffs
-    /// the bytes; previews must be partial, the final image must equal a full decode's size.
+    /// the bytes; previews must be partial. Then the bytes cut at an input-derived point, declared final: an
+    /// error, an image marked incomplete, or the whole input's image (the cut removed nothing the decode reads).
     public static func progressive(_ input: FuzzInput) {
         var input = input
         let data = input.data
@@ -102,6 +103,7 @@ public enum FuzzHarness {
         let options = budget
         let decoder = coder.coder.makeIncrementalDecoder(options: options)
         var end = 0
+        var whole: Image?
         let steps = 1 + input.choose(12)
         for step in 0..<steps where end < data.count {
             let remaining = data.count - end
@@ -114,12 +116,41 @@ public enum FuzzHarness {
                     fatalError("a preview before the final bytes is not marked partial")
                 }
                 check(image, options: options)
+                if isFinal { whole = image }
             } catch let error as ImageError {
                 _ = error
             } catch {
                 fatalError("incremental decode threw a non-ImageError: \(error)")
             }
         }
+        if let whole, data.count > 1 { checkCut(data.prefix(1 + input.choose(data.count - 1)), whole, coder, options) }
+    }
+
+    /// A final decode of `cut`, a prefix of bytes whose decode gave `whole`, must fail with an ``ImageError``,
+    /// be marked incomplete, or be `whole`'s image.
+    static func checkCut(_ cut: Data, _ whole: Image, _ coder: FuzzCoder, _ options: ImageDecodeOptions) {
+        let decoder = coder.coder.makeIncrementalDecoder(options: options)
+        decoder.update(cut, isFinal: true)
+        do {
+            guard let image = try decoder.currentImage() else { fatalError("no final image and no error") }
+            if image.metadata.isPartial { fatalError("a final image is marked partial") }
+            if !image.metadata.isIncomplete && !sameImage(image, whole) {
+                fatalError("\(cut.count) of the bytes decode to another image, not marked incomplete")
+            }
+        } catch let error as ImageError {
+            _ = error
+        } catch {
+            fatalError("incremental decode threw a non-ImageError: \(error)")
+        }
+    }
+
+    /// Same size and frame count, and the same pixels in the first four frames (or the same frames failing).
+    static func sameImage(_ a: Image, _ b: Image) -> Bool {
+        guard a.width == b.width, a.height == b.height, a.frameCount == b.frameCount else { return false }
+        for index in 0..<min(a.frameCount, 4) where (try? a.frame(at: index)) != (try? b.frame(at: index)) {
+            return false
+        }
+        return true
     }
 
     /// Checks what must hold for every decoded image.

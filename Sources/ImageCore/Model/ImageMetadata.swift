@@ -41,7 +41,19 @@ public struct ImageMetadata: Hashable, Sendable {
     /// Pixel height of the image in the file, before any thumbnailing or scale-down.
     public var sourcePixelHeight: Int?
     /// True when the pixels came from an incremental decode of incomplete bytes (a progressive preview).
+    ///
+    /// A preview is not the load's result: more bytes are expected, and the final image follows. Distinct from
+    /// ``isIncomplete``, which marks a final image whose bytes turned out to be cut short.
     public var isPartial: Bool
+    /// True when the bytes a coder was given as the whole file ended before the image did (a truncated file):
+    /// rows, scans or frames are missing, or were filled in by the decoder.
+    ///
+    /// Set by a coder's `decode` and by an incremental decoder once its bytes are final, never on a progressive
+    /// preview (those are ``isPartial``). The image is what those bytes show, not the file's image: don't keep it
+    /// as the whole image (under the file's cache key). False says the decoder reached the end of everything it
+    /// read; a decode that reads only part of a file (the first frame of an animation) cannot tell whether the
+    /// rest is there.
+    public var isIncomplete: Bool
     /// True when a transformer produced these pixels (the cache serializer must encode them).
     public var isTransformed: Bool
 
@@ -49,7 +61,7 @@ public struct ImageMetadata: Hashable, Sendable {
     public init(
         orientation: ImageOrientation = .up, sourceOrientation: ImageOrientation? = nil, iccProfile: [UInt8]? = nil,
         exif: [UInt8]? = nil, sourcePixelWidth: Int? = nil, sourcePixelHeight: Int? = nil, isPartial: Bool = false,
-        isTransformed: Bool = false
+        isTransformed: Bool = false, isIncomplete: Bool = false
     ) {
         self.orientation = orientation
         self.sourceOrientation = sourceOrientation ?? orientation
@@ -59,5 +71,6 @@ public struct ImageMetadata: Hashable, Sendable {
         self.sourcePixelHeight = sourcePixelHeight
         self.isPartial = isPartial
         self.isTransformed = isTransformed
+        self.isIncomplete = isIncomplete
     }
 }

@@ -60,78 +60,62 @@ final class WebPIDecoderHandle {
     }
 }
 
-/// Incremental WebP decoding with `WebPIDecoder`: partial images (``ImageMetadata/isPartial``) grow row by row
-/// as bytes arrive; the missing rows are transparent (or black without alpha).
+/// WebP's step of the incremental decoder, on `WebPIDecoder`: previews grow row by row as bytes arrive; the
+/// missing rows are transparent (or black without alpha).
 ///
-/// The pixel budget is checked as soon as the header is readable, before the decoder allocates its output.
-/// Animated WebP yields no partial image (libwebp decodes animations only whole). Once `isFinal`, the result
-/// is exactly ``WebPCoder/decode(_:options:)`` of the same bytes. Not thread-safe (one thread at a time).
-final class WebPIncrementalDecoder: IncrementalImageDecoder {
+/// The header (`WebPGetFeatures`) gives the size the scaffold checks against the budget before the decoder
+/// allocates its output. Animated WebP yields no preview (libwebp decodes animations only whole). The final image
+/// is exactly ``WebPCoder/decode(_:options:)`` of the same bytes.
+final class WebPIncrementalStep: IncrementalDecoderStep {
     private let coder: WebPCoder
     private let options: ImageDecodeOptions
-    private var data = Data()
-    private var isFinal = false
     private var header: WebPHeader?
     private var decoder: WebPIDecoderHandle?
     private var appended = 0
-    private var partial: (rows: Int, image: Image)?
-    private var final: Image?
+    private var rows = 0
 
     init(coder: WebPCoder, options: ImageDecodeOptions) {
         self.coder = coder
         self.options = options
     }
 
-    func update(_ data: Data, isFinal: Bool) {
-        self.data = data
-        self.isFinal = isFinal
-    }
-
-    func currentImage() throws -> Image? {
-        if isFinal {
-            if let final { return final }
-            let image = try coder.decode(data, options: options)
-            final = image
-            return image
-        }
-        guard let header = try readHeader(), !header.hasAnimation else { return nil }
-        let target = options.targetSize(forSourceWidth: header.width, height: header.height)
-        if decoder == nil { decoder = try WebPIDecoderHandle(header: header, target: target) }
-        guard let decoder else { return nil }
-        if data.count > appended {
-            let status = data.withUnsafeBytes { raw in
-                decoder.append(UnsafeRawBufferPointer(rebasing: raw[appended...]))
-            }
-            appended = data.count
-            guard status == VP8_STATUS_OK || status == VP8_STATUS_SUSPENDED else {
-                throw WebPErrors.decode(status, "cannot decode WebP incrementally")
-            }
-        }
-        let layout = WebPStillDecoder.layout(for: header)
-        guard let rows = decoder.decodedRows(layout: layout) else { return nil }
-        if let partial, partial.rows == rows.rows { return partial.image }
-        let pixels = try PixelBuffer(
-            width: rows.width, height: rows.height, layout: layout, alphaMode: header.hasAlpha ? .straight : nil,
-            validating: rows.pixels)
-        let image = Image(
-            pixels: pixels, format: .webp,
-            metadata: ImageMetadata(sourcePixelWidth: header.width, sourcePixelHeight: header.height, isPartial: true))
-        partial = (rows.rows, image)
-        return image
-    }
-
-    /// The header once enough bytes arrived (nil before), budget-checked.
-    private func readHeader() throws(ImageError) -> WebPHeader? {
-        if let header { return header }
-        let read: WebPHeader
+    func header(in data: Data) throws -> PixelSize? {
         do throws(ImageError) {
-            read = try WebPHeader.read(data)
+            let read = try WebPHeader.read(data)
+            header = read
+            return PixelSize(width: read.width, height: read.height)
         } catch {
             if (error.underlying as? WebPLibError)?.code == Int(VP8_STATUS_NOT_ENOUGH_DATA.rawValue) { return nil }
             throw error
         }
-        try options.checkPixelBudget(width: read.width, height: read.height)
-        header = read
-        return read
     }
+
+    func preview(of data: Data) throws -> IncrementalPreview {
+        guard let header, !header.hasAnimation else { return .finished(nil) }
+        let decoder =
+            try self.decoder
+            ?? WebPIDecoderHandle(
+                header: header, target: options.targetSize(forSourceWidth: header.width, height: header.height))
+        self.decoder = decoder
+        let status = data.withUnsafeBytes { raw in
+            decoder.append(UnsafeRawBufferPointer(rebasing: raw[appended...]))
+        }
+        appended = data.count
+        guard status == VP8_STATUS_OK || status == VP8_STATUS_SUSPENDED else {
+            throw WebPErrors.decode(status, "cannot decode WebP incrementally")
+        }
+        let layout = WebPStillDecoder.layout(for: header)
+        guard let decoded = decoder.decodedRows(layout: layout), decoded.rows != rows else { return .nothingNew }
+        rows = decoded.rows
+        let pixels = try PixelBuffer(
+            width: decoded.width, height: decoded.height, layout: layout, alphaMode: header.hasAlpha ? .straight : nil,
+            validating: decoded.pixels)
+        return .image(
+            Image(
+                pixels: pixels, format: .webp,
+                metadata: ImageMetadata(
+                    sourcePixelWidth: header.width, sourcePixelHeight: header.height, isPartial: true)))
+    }
+
+    func decodeFinal(_ data: Data) throws -> Image { try coder.decode(data, options: options) }
 }

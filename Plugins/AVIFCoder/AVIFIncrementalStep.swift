@@ -87,66 +87,42 @@ final class AVIFStreamingDecoder {
     }
 }
 
-/// Incremental AVIF decoding with libavif's `allowIncremental`: partial images (``ImageMetadata/isPartial``)
-/// grow as the tiles of a grid image arrive; missing rows are transparent (or black without alpha).
+/// AVIF's step of the incremental decoder, on libavif's `allowIncremental`: previews grow as the tiles of a grid
+/// image arrive; missing rows are transparent (or black without alpha).
 ///
 /// AV1 has no progressive rows inside one tile, so a single-tile still (the common AVIF) and image sequences
-/// yield no partial image: nothing until the bytes are complete. The pixel budget is checked as soon as the
-/// container's `ispe` is readable. Once `isFinal`, the result is exactly ``AVIFCoder/decode(_:options:)`` of the
-/// same bytes. Not thread-safe (one thread at a time).
-final class AVIFIncrementalDecoder: IncrementalImageDecoder {
+/// yield no preview: nothing until the bytes are complete. The container's `ispe` gives the size the scaffold
+/// checks against the budget; the frame count is checked against the animation budget at every preview. The
+/// final image is exactly ``AVIFCoder/decode(_:options:)`` of the same bytes.
+final class AVIFIncrementalStep: IncrementalDecoderStep {
     private let coder: AVIFCoder
     private let options: ImageDecodeOptions
-    private var data = Data()
-    private var isFinal = false
+    private let limits: AVIFDecodeLimits
     private let source = AVIFStreamingSource()
     private var streaming: AVIFStreamingDecoder?
     private var parsed = false
-    private var gaveUp = false
-    private var partial: (rows: Int, image: Image)?
-    private var final: Image?
+    private var rows = 0
 
     init(coder: AVIFCoder, options: ImageDecodeOptions) {
         self.coder = coder
         self.options = options
+        self.limits = AVIFDecodeLimits(options)
     }
 
-    func update(_ data: Data, isFinal: Bool) {
-        self.data = data
-        self.isFinal = isFinal
-    }
+    func header(in data: Data) throws -> PixelSize? { AVIFContainer.read(data)?.frameSize }
 
-    func currentImage() throws -> Image? {
-        if isFinal {
-            if let final { return final }
-            let image = try coder.decode(data, options: options)
-            final = image
-            return image
-        }
-        let limits = AVIFDecodeLimits(options)
+    func preview(of data: Data) throws -> IncrementalPreview {
         if let container = AVIFContainer.read(data), let size = container.frameSize {
             try limits.check(size, frames: container.frameCount, preload: false, options: options)
-            if container.frameCount > 1 { gaveUp = true }
+            if container.frameCount > 1 { return .finished(nil) }
         }
-        guard !gaveUp else { return partial?.image }
-        do {
-            return try preview(limits: limits)
-        } catch  where error.code == .imageTooLarge {
-            throw error
-        } catch {
-            // A preview that fails is no preview; the final decode reports what is wrong with the file.
-            gaveUp = true
-            return partial?.image
-        }
-    }
-
-    private func preview(limits: AVIFDecodeLimits) throws(ImageError) -> Image? {
         source.update(data)
-        if streaming == nil { streaming = try AVIFStreamingDecoder(source: source, limits: limits) }
-        guard let decoder = streaming?.decoder else { return nil }
+        let streaming = try self.streaming ?? AVIFStreamingDecoder(source: source, limits: limits)
+        self.streaming = streaming
+        let decoder = streaming.decoder
         if !parsed {
             let result = avifDecoderParse(decoder)
-            if result == AVIF_RESULT_WAITING_ON_IO { return nil }
+            if result == AVIF_RESULT_WAITING_ON_IO { return .nothingNew }
             guard result == AVIF_RESULT_OK else {
                 throw AVIFStatus.decode(result, diagnostics: decoder.pointee.diag.message, "invalid AVIF container")
             }
@@ -155,23 +131,22 @@ final class AVIFIncrementalDecoder: IncrementalImageDecoder {
                 width: Int(decoder.pointee.image.pointee.width),
                 height: Int(decoder.pointee.image.pointee.height))
             try limits.check(size, frames: Int(decoder.pointee.imageCount), preload: false, options: options)
-            if decoder.pointee.imageCount != 1 {
-                gaveUp = true
-                return nil
-            }
+            if decoder.pointee.imageCount != 1 { return .finished(nil) }
         }
-        if partial?.rows == Int(decoder.pointee.image.pointee.height) { return partial?.image }
         let result = avifDecoderNextImage(decoder)
         guard result == AVIF_RESULT_OK || result == AVIF_RESULT_WAITING_ON_IO else {
             throw AVIFStatus.decode(result, diagnostics: decoder.pointee.diag.message, "cannot decode AVIF")
         }
-        let rows = Int(avifDecoderDecodedRowCount(decoder))
-        guard rows > 0 else { return partial?.image }
-        if let partial, partial.rows == rows { return partial.image }
-        guard let image = try makePartial(decoder, rows: rows) else { return partial?.image }
-        partial = (rows, image)
-        return image
+        let decoded = Int(avifDecoderDecodedRowCount(decoder))
+        guard decoded > 0, decoded != rows, let image = try makePartial(decoder, rows: decoded) else {
+            return .nothingNew
+        }
+        rows = decoded
+        // Every row decoded: nothing more to show before the final decode.
+        return decoded >= Int(decoder.pointee.image.pointee.height) ? .finished(image) : .image(image)
     }
+
+    func decodeFinal(_ data: Data) throws -> Image { try coder.decode(data, options: options) }
 
     /// The top `rows` rows converted to RGB(A) in a full-size buffer, then transformed and resampled as a full
     /// decode would.
