@@ -113,7 +113,7 @@ extension Transfer {
             }
             (verdict, failures, settlement) = inner.withLock { apply(&$0, verdicts) }
         }
-        if let failures { deliver(failures) }
+        if let failures { drainClaimed(failures) }
         if let settlement { conclude(settlement, inline: true) }
         return verdict.refusal
     }
@@ -128,11 +128,14 @@ extension Transfer {
     /// Under the lock: the completions of the callers a verdict failed.
     private static func failures(_ verdict: TransferStateMachine.Verdict, _ inner: inout Inner) -> [Delivery]? {
         guard !verdict.failed.isEmpty else { return nil }
-        return verdict.failed.compactMap { subscriber, error in
-            inner.callers.removeValue(forKey: subscriber.id).map {
-                .completion($0, .failure(error), personal: nil, headerCheck: nil)
-            }
-        }
+        // Claimed in the queue under the same lock that removed the callers: no delivery made earlier for them can
+        // be queued behind their completion.
+        return inner.deliveries.claim(
+            verdict.failed.compactMap { subscriber, error in
+                inner.callers.removeValue(forKey: subscriber.id).map {
+                    .completion($0, .failure(error), personal: nil, headerCheck: nil)
+                }
+            })
     }
 
     /// Appends a body part, reports progress and runs pending header checks; a returned error aborts the transfer.
@@ -149,7 +152,8 @@ extension Transfer {
             buffer.withUnsafeReadableBytes { inner.body.append(contentsOf: $0) }
             var outcome = BodyOutcome()
             switch action {
-            case .keepAndReport(let report): outcome.deliveries = Self.progress(report, inner: inner)
+            // Claimed under this lock: a completion queued after it (a cancel, an ending) can't overtake it.
+            case .keepAndReport(let report): outcome.deliveries = inner.deliveries.claim(Self.progress(report, inner: inner))
             case .keepAndFlushLater(let delay): outcome.flushAfter = delay
             default: break
             }
@@ -163,7 +167,7 @@ extension Transfer {
             return outcome
         }
         if let refusal = outcome.refusal { return refusal }
-        if let deliveries = outcome.deliveries { deliver(deliveries) }
+        if let deliveries = outcome.deliveries { drainClaimed(deliveries) }
         if let delay = outcome.flushAfter {
             eventLoop.scheduleTask(in: .nanoseconds(Int64(clamping: delay))) { self.flushProgress() }
         }
@@ -200,7 +204,7 @@ extension Transfer {
             let verdict = inner.machine.headerChecksAnswered(accepted: accepted, rejected: rejected)
             return (verdict, Self.failures(verdict, &inner), verdict.ending.map { Self.settle($0, &inner) })
         }
-        if let failures { deliver(failures) }
+        if let failures { drainClaimed(failures) }
         if let settlement { conclude(settlement, inline: true) }
         return verdict.refusal
     }
@@ -208,9 +212,9 @@ extension Transfer {
     private func flushProgress() {
         let now = NIODeadline.now().uptimeNanoseconds
         let deliveries = inner.withLock { inner in
-            inner.machine.flush(now: now).map { Self.progress($0, inner: inner) }
+            inner.machine.flush(now: now).flatMap { inner.deliveries.claim(Self.progress($0, inner: inner)) }
         }
-        if let deliveries { deliver(deliveries) }
+        if let deliveries { drainClaimed(deliveries) }
     }
 
     /// The deliveries of `report`: every listener's callback, the bytes so far for progressive ones.

@@ -366,9 +366,10 @@ final class Transfer: Sendable {
         }
     }
 
-    /// Queues deliveries made on an event loop of this transfer and runs them here when nobody else does.
-    func deliver(_ batch: [Delivery]) {
-        guard let claimed = inner.withLock({ $0.deliveries.claim(batch) }) else { return }
+    /// Runs deliveries this thread claimed on an event loop of this transfer (here, or on the configured callback
+    /// queue). A batch is always claimed under the lock that decided it (`Deliveries.claim`): claimed later, a
+    /// progress report decided before a caller's cancel could be queued behind that caller's completion.
+    func drainClaimed(_ claimed: [Delivery]) {
         if loader.callbackQueue == nil {
             drain(claimed)
         } else {

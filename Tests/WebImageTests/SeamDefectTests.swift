@@ -183,6 +183,38 @@ import WebImage
         }
     }
 
+    // MARK: 12. A truncated image is delivered, marked, and never kept under the whole image's key
+
+    @Test("a JPEG cut short is delivered marked incomplete and cached nowhere", arguments: [false, true])
+    func truncatedImageIsNotCached(thumbnail: Bool) async throws {
+        let directory = CacheFixtures.temporaryDirectory("truncated")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let url = URL(string: "https://origin.example/cut.jpg")!
+        let whole = try JPEGCoder.shared.encode(
+            Image(pixels: Self.noise(width: 256, height: 192), format: .jpeg), as: .jpeg,
+            options: ImageEncodeOptions(quality: 0.9))
+        let cut = whole.prefix(whole.count / 10)
+        let loader = ScriptedLoader(acceptsAll: true)
+        loader.set(.data(Data(cut), ResponseMetadata(url: url, statusCode: 200)), for: url)
+        var context = ImageContext()
+        if thumbnail { context.imageThumbnailPixelSize = PixelSize(width: 64, height: 64) }
+        let first = try await Self.manager(loader, directory: directory, coders: [JPEGCoder.shared])
+            .loadImage(with: url, options: .waitStoreCache, context: context)
+        #expect(first.isIncomplete && first.image.width == (thumbnail ? 64 : 256))
+        let restarted = Self.manager(loader, directory: directory, coders: [JPEGCoder.shared])
+        let again = try await restarted.loadImage(with: url, options: .waitStoreCache, context: context)
+        #expect(again.cacheType == .none, "fetched again: nothing of the cut bytes was kept")
+        #expect(loader.requestCount == 2)
+        #expect(restarted.statistics.incompleteImagesNotStored == 1)
+
+        // The whole file is stored as usual, and a manager that keeps cut bytes keeps them.
+        loader.set(.data(whole, ResponseMetadata(url: url, statusCode: 200)), for: url)
+        let complete = try await restarted.loadImage(with: url, options: [.waitStoreCache, .retryFailed], context: context)
+        #expect(!complete.isIncomplete)
+        let third = Self.manager(loader, directory: directory, coders: [JPEGCoder.shared])
+        #expect(try await third.loadImage(with: url, context: context).cacheType == .disk)
+    }
+
     // MARK: 13. What a later load reads back is what the first delivered
 
     @Test("a derived WebP thumbnail read back from disk has the pixels its first load delivered")

@@ -23,6 +23,11 @@ extension FetchJob {
                 guard !data.isEmpty else { throw ImageError(.badImageData, stage: .decode, message: "empty data") }
                 let (image, properties) = try CodersManager.decodeReportingProperties(
                     data, with: info.plan.decoder, options: key.options)
+                // A cached entry cut short (stored before cut bytes were recognised, or by a manager that keeps
+                // them) is healed like an undecodable one: removed, and fetched again.
+                if image.metadata.isIncomplete, source.origin.isCache, !info.plan.storesIncompleteImages {
+                    throw ImageError(.badImageData, stage: .decode, message: "the cached bytes end before the image")
+                }
                 let decoded = DecodedImage(image: image, sourceFrameCount: properties?.frameCount)
                 event { $0.machine.decodeFinished(key, decoded) }
             } catch {
@@ -97,20 +102,26 @@ extension FetchJob {
                     }
                 }
             }
-            let canonical = plan.isCanonical(
-                decoded: decoded.image, transformSkipped: transformSkipped)
+            // Cut-short bytes: delivered as decoded, marked, and kept nowhere (the key means the whole image).
+            let incomplete = decoded.image.metadata.isIncomplete && !plan.storesIncompleteImages
+            let canonical =
+                !incomplete && plan.isCanonical(decoded: decoded.image, transformSkipped: transformSkipped)
             // A plain key's canonical image is exactly the decode of the original bytes; so is the first frame of a
             // still source when nothing else changed it (the decode observed one frame).
             let firstFrameOfStill = plan.isDerivedOnlyByFirstFrame && decoded.sourceFrameCount == 1
             let exactBytes = canonical && plan.transformer == nil && (!plan.isDerived || firstFrameOfStill)
             product = FetchProduct(
-                image: image, data: exactBytes ? source.originalData : nil, canonical: canonical ? image : nil)
+                image: image, data: exactBytes ? source.originalData : nil, canonical: canonical ? image : nil,
+                keepsNothing: incomplete)
         }
         // The store may finish before or after the product is marked ready; both events run under the lock, so a
         // load waiting for the store (`.waitStoreCache`) is delivered exactly when both happened. The job settles
         // (ends its cache misses) only after the store, so a fleet lease ends after the entry is written.
         state.withLock { state in
             state.pendingStores += 1
+            // Cut-short bytes decide nothing: the origin may serve the whole image next time (the misses end
+            // `abandoned`, so a waiting replica fetches it).
+            guard !product.keepsNothing else { return }
             if let cacheKey = plan.key { state.decidedKeys.insert(cacheKey) }
             // A download decided the original's key too (its bytes are stored with the product, or not at all).
             if case .download = source.origin, let originalKey = plan.originalKey {

@@ -8,6 +8,9 @@ extension FetchJob {
     /// `PreviewDecoder.busy` (under the job's lock) touches the decoder, so it is never used from two threads.
     final class DecoderBox: @unchecked Sendable {
         let decoder: any IncrementalImageDecoder
+        /// The preview delivered last: a decoder that answers the same image again (nothing new decoded) is not
+        /// delivered twice.
+        var lastPreview: Image?
         init(_ decoder: any IncrementalImageDecoder) { self.decoder = decoder }
     }
 
@@ -77,7 +80,10 @@ extension FetchJob {
             let box = existing ?? DecoderBox(makePreviewDecoder(plan: plan, options: key.options))
             if existing == nil { state.withLock { $0.progressive?.decoders[key]?.decoder = box } }
             box.decoder.update(data, isFinal: false)
-            guard let preview = try? box.decoder.currentImage(), preview.metadata.isPartial else { continue }
+            guard let preview = try? box.decoder.currentImage(), preview.metadata.isPartial,
+                preview !== box.lastPreview
+            else { continue }
+            box.lastPreview = preview
             deliverPreview(preview, key: key)
         }
     }

@@ -104,4 +104,7 @@ struct FetchProduct: Sendable {
     /// What the load's key means, to store under it; nil when the load made a variant (first frame only, scaled
     /// down, transform skipped for an animation) that must not be stored under the key.
     var canonical: Image?
+    /// True when the image was decoded from bytes cut short (``ImageMetadata/isIncomplete``) and the manager keeps
+    /// none of it: neither the product nor the source's bytes are stored.
+    var keepsNothing = false
 }

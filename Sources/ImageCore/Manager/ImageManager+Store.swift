@@ -36,6 +36,10 @@ extension ImageManager {
         completion: @escaping @Sendable (Set<String>) -> Void
     ) {
         guard let key = plan.key else { return completion([]) }
+        if product.keepsNothing {
+            counters.withLock { $0.incompleteImagesNotStored += 1 }
+            return completion([])
+        }
         if let response = source.response {
             let control = response.cacheControl
             if control.noStore || (control.isPrivate && !plan.cachesPrivateResponses) {

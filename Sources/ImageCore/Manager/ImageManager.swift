@@ -55,6 +55,7 @@ public final class ImageManager: Sendable {
         /// What every load reads, rebuilt when one of the fields above changes.
         var load = LoadSettings(contextDefaults: nil, optionsProcessor: nil)
         var cachesPrivateResponses = false
+        var storesIncompleteImages = false
         weak var delegate: (any ImageManagerDelegate)?
         var log: @Sendable (String) -> Void = { message in
             FileHandle.standardError.write(Data("[ImageManager] \(message)\n".utf8))
@@ -232,6 +233,18 @@ public final class ImageManager: Sendable {
         get { settings.withLock { $0.cachesPrivateResponses } }
         set { settings.withLock { $0.cachesPrivateResponses = newValue } }
     }
+    /// Whether an image decoded from bytes that end before the image does (a truncated download:
+    /// ``ImageMetadata/isIncomplete``) is stored like a whole one (default false).
+    ///
+    /// By default such a load still delivers what was decoded — grey or missing rows, marked
+    /// ``ImageResult/isIncomplete`` — but nothing of it is kept: neither the cut bytes under the original's key nor
+    /// the image under the load's, so the next load fetches again (the key means the whole image). A cached entry
+    /// that turns out cut short is healed like an undecodable one. Turn this on for the old behaviour (keep what
+    /// arrived).
+    public var storesIncompleteImages: Bool {
+        get { settings.withLock { $0.storesIncompleteImages } }
+        set { settings.withLock { $0.storesIncompleteImages = newValue } }
+    }
     /// Counts of what the manager did beside loading (a snapshot).
     public var statistics: ImageManagerStatistics { counters.value }
     /// Receives warnings the manager does not fail a load for (e.g. a cache store error). Default: stderr.
@@ -322,4 +335,7 @@ public struct ImageManagerStatistics: Sendable, Hashable {
     /// Disk entries of derived images not written because too many encodes were already waiting (the image is
     /// still stored in memory and delivered; see ``WorkPool/Priority/background``).
     public var diskEncodesDropped = 0
+    /// Images decoded from cut-short bytes that were delivered and not stored (see
+    /// ``ImageManager/storesIncompleteImages``).
+    public var incompleteImagesNotStored = 0
 }

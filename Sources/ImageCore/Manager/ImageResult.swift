@@ -32,6 +32,10 @@ public struct ImageResult: Sendable {
         self.isNotModified = isNotModified
     }
 
+    /// True when the image was decoded from bytes that end before the image does (a truncated download): it shows
+    /// what arrived, and was not cached under the key (see ``ImageManager/storesIncompleteImages``).
+    public var isIncomplete: Bool { image.metadata.isIncomplete }
+
     func nonFinal() -> ImageResult {
         ImageResult(image: image, data: data, cacheType: cacheType, url: url, cacheKey: cacheKey, isFinal: false)
     }

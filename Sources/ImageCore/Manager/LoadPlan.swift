@@ -47,6 +47,8 @@ final class LoadPlan: Sendable {
     let carriesCredentials: Bool
     /// The manager stores `Cache-Control: private` responses (``ImageManager/cachesPrivateResponses``).
     let cachesPrivateResponses: Bool
+    /// The manager stores images decoded from cut-short bytes (``ImageManager/storesIncompleteImages``).
+    let storesIncompleteImages: Bool
 
     /// True when a thumbnail, orientation, first-frame, decode or transformer part makes the key differ from the
     /// original's.
@@ -104,6 +106,7 @@ final class LoadPlan: Sendable {
         }
         callbackQueue = context.callbackQueue ?? .current
         cachesPrivateResponses = manager.cachesPrivateResponses
+        storesIncompleteImages = manager.storesIncompleteImages
         partitionKey = context.cachePartitionKey
         carriesCredentials = lookup.carriesCredentials
         key = lookup.key
