@@ -153,7 +153,8 @@ extension Transfer {
             var outcome = BodyOutcome()
             switch action {
             // Claimed under this lock: a completion queued after it (a cancel, an ending) can't overtake it.
-            case .keepAndReport(let report): outcome.deliveries = inner.deliveries.claim(Self.progress(report, inner: inner))
+            case .keepAndReport(let report):
+                outcome.deliveries = inner.deliveries.claim(Self.progress(report, inner: inner))
             case .keepAndFlushLater(let delay): outcome.flushAfter = delay
             default: break
             }

@@ -63,7 +63,9 @@ import Testing
                 let after = Self.start(manager, url)
                 #expect((await Self.finished(before.final))?.error?.code == .cancelled)
                 let result = await Self.finished(after.final)
-                #expect(result?.value?.image.width == 4, "a new transfer, not the cancelled one's job: \(String(describing: result))")
+                #expect(
+                    result?.value?.image.width == 4,
+                    "a new transfer, not the cancelled one's job: \(String(describing: result))")
                 server.open("first")
                 _ = await server.waitUntil { _ in loader.activeTransferCount == (0, 0) }
             }

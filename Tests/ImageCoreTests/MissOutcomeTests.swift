@@ -20,7 +20,8 @@ import Testing
         var context = ImageContext()
         context.imageTransformer = TestTransformer(width: 2, height: 2, fails: true)
         let key = try #require(rig.manager.cacheKey(for: url, context: context))
-        let result = await rig.load(url, context: [.imageTransformer: TestTransformer(width: 2, height: 2, fails: true)])
+        let result = await rig.load(
+            url, context: [.imageTransformer: TestTransformer(width: 2, height: 2, fails: true)])
         #expect(result.error?.code == .transformFailed)
         #expect(await waitUntil(timeout: 5) { Self.outcomes(rig.cache).count == 2 })
         let ended = Self.outcomes(rig.cache)

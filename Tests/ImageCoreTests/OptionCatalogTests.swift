@@ -16,19 +16,22 @@ import Testing
     func decodeOptionsAreAllDeclared() {
         let stored = Set(Mirror(reflecting: ImageDecodeOptions()).children.compactMap(\.label))
         let declared = Set(ImageDecodeOptions.Field.allCases.map(\.rawValue))
-        #expect(stored == declared, "undeclared: \(stored.subtracting(declared)); stale: \(declared.subtracting(stored))")
+        #expect(
+            stored == declared, "undeclared: \(stored.subtracting(declared)); stale: \(declared.subtracting(stored))")
     }
 
     @Test("every stored property of ImageEncodeOptions has a Field (and so a declaration)")
     func encodeOptionsAreAllDeclared() {
         let stored = Set(Mirror(reflecting: ImageEncodeOptions()).children.compactMap(\.label))
         let declared = Set(ImageEncodeOptions.Field.allCases.map(\.rawValue))
-        #expect(stored == declared, "undeclared: \(stored.subtracting(declared)); stale: \(declared.subtracting(stored))")
+        #expect(
+            stored == declared, "undeclared: \(stored.subtracting(declared)); stale: \(declared.subtracting(stored))")
     }
 
     @Test("every ImageOptions member is made from its Flag, one bit each")
     func everyFlagIsDeclared() throws {
-        let text = try String(contentsOf: Self.sources.appendingPathComponent("Options/ImageOptions.swift"), encoding: .utf8)
+        let text = try String(
+            contentsOf: Self.sources.appendingPathComponent("Options/ImageOptions.swift"), encoding: .utf8)
         let optionsPart = try #require(text.components(separatedBy: "public struct ImageCacheType").first)
         let members = optionsPart.components(separatedBy: "\n").filter { $0.contains("public static let") }
         #expect(members.count == ImageOptions.Flag.allCases.count)
@@ -95,6 +98,37 @@ import Testing
         }
     }
 
+    @Test("encode options are a key part: each field, changed, makes another key")
+    func encodeOptionsAreKeyParts() throws {
+        let manager = ImageManager(cache: RecordingCache(), loader: ScriptedLoader())
+        let url = URL(string: "https://h/a.png")!
+        var base = ImageContext()
+        base.imageEncodeOptions = ImageEncodeOptions()
+        let plain = try #require(manager.cacheKey(for: url))
+        let encoded = try #require(manager.cacheKey(for: url, context: base))
+        #expect(encoded != plain && encoded.contains(" encode("))
+        var keys: Set<String> = [encoded]
+        for field in ImageEncodeOptions.Field.allCases {
+            var options = ImageEncodeOptions()
+            switch field {
+            case .quality: options.quality = 0.5
+            case .effort: options.effort = .best
+            case .lossless: options.lossless = true
+            case .progressive: options.progressive = true
+            case .chromaSubsampling: options.chromaSubsampling = .s444
+            case .maxPixelSize: options.maxPixelSize = PixelSize(width: 9, height: 9)
+            case .maxFileSize: options.maxFileSize = 999
+            case .firstFrameOnly: options.firstFrameOnly = true
+            case .backgroundColor: options.backgroundColor = RGBAColor(red: 1, green: 2, blue: 3, alpha: 4)
+            case .coderOptions: options.coderOptions[TestCoder.Tint.self] = 3
+            }
+            var context = ImageContext()
+            context.imageEncodeOptions = options
+            let key = try #require(manager.cacheKey(for: url, context: context))
+            #expect(keys.insert(key).inserted, "\(field) left the key \(key)")
+        }
+    }
+
     @Test("the rules of a load follow from the active declarations")
     func rulesFollowTheDeclarations() {
         let plain = LoadTraits(options: [], context: ImageContext(), decodeOptions: ImageDecodeOptions())
@@ -124,6 +158,16 @@ import Testing
         #expect(sized.decodedImageServes, "a thumbnail is made from decoded pixels")
         #expect(sized.isUniversalVerdict(.invalidDownloadStatusCode(404)), "a thumbnail fetches the same bytes")
         #expect(!sized.isUniversalVerdict(ImageError(.badImageData, stage: .decode)), "but decodes them otherwise")
+    }
+
+    @Test("ARCHITECTURE.md prints the catalog as it is (every built-in entry's row)")
+    func architectureListsTheCatalog() throws {
+        let page = try String(
+            contentsOf: Self.sources.appendingPathComponent("../../ARCHITECTURE.md").standardizedFileURL,
+            encoding: .utf8)
+        let rows = OptionCatalog.markdownTable.components(separatedBy: "\n")
+        let missing = rows.filter { !page.contains($0) && !$0.contains("com.example") }
+        #expect(missing.isEmpty, "ARCHITECTURE.md lacks these rows of OptionCatalog.markdownTable:\n\(missing.joined(separator: "\n"))")
     }
 
     @Test("an undeclared plugin key gets a download of its own; a declared one follows its declaration")

@@ -209,7 +209,8 @@ import WebImage
 
         // The whole file is stored as usual, and a manager that keeps cut bytes keeps them.
         loader.set(.data(whole, ResponseMetadata(url: url, statusCode: 200)), for: url)
-        let complete = try await restarted.loadImage(with: url, options: [.waitStoreCache, .retryFailed], context: context)
+        let complete = try await restarted.loadImage(
+            with: url, options: [.waitStoreCache, .retryFailed], context: context)
         #expect(!complete.isIncomplete)
         let third = Self.manager(loader, directory: directory, coders: [JPEGCoder.shared])
         #expect(try await third.loadImage(with: url, context: context).cacheType == .disk)

@@ -6,8 +6,8 @@ import Foundation
 /// filter's string, else the URL's absolute string — and each further token is one part, `name(value)`, in this
 /// order and only when it applies: `partition(<key>)` (``ImageContextOption/cachePartitionKey``),
 /// `thumbnail(WxH,fit|fill[,up])`, `orientation(raw)`, `frames(first)`, `decode(<parts>)` (decode options added by
-/// plugins, such as a custom coder's options), `coder(<type>)` (a coder named in the context),
-/// `transform(<transformerKey>)`. When a part was added and the URL
+/// plugins, such as a custom coder's options), `coder(<type>)` (a coder named in the context), `encode(<options>)`
+/// (encode options the load names: how its derived entry is written), `transform(<transformerKey>)`. When a part was added and the URL
 /// path has a short alphanumeric extension (1–5 characters), a last token `.<ext>` repeats it, so the key still
 /// ends in the image's extension.
 ///
@@ -39,12 +39,14 @@ enum CacheKeys {
         var decode: String?
         /// The type of a coder the load names in its context (``ImageContextOption/imageCoder``).
         var coder: String?
+        /// The encode options a load names (``ImageContextOption/imageEncodeOptions``): how its derived entry is written.
+        var encode: String?
         var transformer: TransformerKeyPart?
 
         /// True when no part applies (the key is the base alone).
         var isEmpty: Bool {
             partition == nil && thumbnail == nil && !rawOrientation && !firstFrame && decode == nil && coder == nil
-                && transformer == nil
+                && encode == nil && transformer == nil
         }
     }
 
@@ -69,8 +71,8 @@ enum CacheKeys {
         // Every field read once into a local: the closure below then copies no optional out of `parts`.
         let partition = parts.partition
         let thumbnail = parts.thumbnail.map { thumbnailValue($0, fill: parts.fill, scaleUp: parts.scaleUp) }
-        let (rawOrientation, firstFrame, decode, coder) = (
-            parts.rawOrientation, parts.firstFrame, parts.decode, parts.coder
+        let (rawOrientation, firstFrame, decode, coder, encode) = (
+            parts.rawOrientation, parts.firstFrame, parts.decode, parts.coder, parts.encode
         )
         let transformPart = parts.transformer?.part ?? ""
         var length = baseLength
@@ -80,6 +82,7 @@ enum CacheKeys {
         length += firstFrame ? partLength("frames", "first") : 0
         length += partLength("decode", decode)
         length += partLength("coder", coder)
+        length += partLength("encode", encode)
         length += transformPart.utf8.count
         let ext = URLScan.shortExtension(of: url, absoluteString: absoluteString, schemeEnd: schemeEnd)
         length += ext.map { 2 + $0.count } ?? 0
@@ -93,6 +96,7 @@ enum CacheKeys {
             if firstFrame { writer.writePart("frames", "first") }
             if decode != nil { writer.writePart("decode", decode) }
             if coder != nil { writer.writePart("coder", coder) }
+            if encode != nil { writer.writePart("encode", encode) }
             writer.writeVerbatim(transformPart)
             if let ext { writer.writeExtension(ext) }
             return writer.offset

@@ -59,6 +59,7 @@ final class LoadPlan: Sendable {
     var isDerivedOnlyByFirstFrame: Bool {
         decodeOptions.firstFrameOnly && transformerKey == nil && decodeOptions.thumbnailPixelSize == nil
             && decodeOptions.applyOrientation && decodeOptions.keyPart == nil && coder == nil
+            && !context.hasValue(.imageEncodeOptions)
     }
 
     /// The declarations this load's options make active and the rules they give each seam (``LoadTraits``).
@@ -182,7 +183,7 @@ final class LoadPlan: Sendable {
                 base: base, url: url, absoluteString: absoluteString, schemeEnd: schemeEnd, parts: parts)
             return Keys(key: key, hasParts: !parts.isEmpty)
         }
-        if box == nil, !partitioned, !context.hasValue(.imageCoder) {
+        if box == nil, !partitioned, !context.hasValue(.imageCoder), !context.hasValue(.imageEncodeOptions) {
             let base = absoluteString
             // A transformer and nothing else (every load of a thumbnail service): its part is copied in as it is.
             if context.hasValue(.imageTransformer),
@@ -231,6 +232,8 @@ final class LoadPlan: Sendable {
         if context.hasValue(.imageCoder), let coder = context.imageCoder {
             parts.coder = String(reflecting: type(of: coder))
         }
+        // Encode options decide what a derived entry reads back (``ImageEncodeOptions/Field``: a key part).
+        if context.hasValue(.imageEncodeOptions), let encode = context.imageEncodeOptions { parts.encode = encode.keyPart }
         return parts
     }
 

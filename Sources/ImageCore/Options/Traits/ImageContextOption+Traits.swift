@@ -19,7 +19,7 @@ extension ContextSlot {
         case .imageThumbnailPixelSize: OptionTraits(.pixels, key: .part("thumbnail"), appliesToDecodedImage: true)
         case .imageScaleDownLimitBytes: OptionTraits(.pixels, key: .bypass, appliesToDecodedImage: true)
         case .imageDecodeOptions: OptionTraits([.pixels, .budget], key: .part("decode"))
-        case .imageEncodeOptions: OptionTraits(.stored)
+        case .imageEncodeOptions: OptionTraits(.stored, key: .part("encode"))
         case .queryCacheType, .originalQueryCacheType: OptionTraits(.sources)
         case .storeCacheType, .originalStoreCacheType: OptionTraits(.stored)
         case .originalImageCache: OptionTraits([.stored, .sources], download: .isolates)
