@@ -363,8 +363,8 @@ int pngshim_fast_reader_read(pngshim_fast_reader *r, uint32_t count, const unsig
 
     if (r->filtered != NULL && r->interlaced) {
         // Assemble the rows in the source layout into `out` (widened after, in place from the back).
-        size_t row_size = out_row > r->row_bytes ? out_row : r->row_bytes;
-        if (!grow(&r->out, &r->out_capacity, row_size * count)) {
+        size_t row_size = out_row > r->row_bytes ? out_row : r->row_bytes, needed = 0;
+        if (__builtin_mul_overflow(row_size, (size_t)count, &needed) || !grow(&r->out, &r->out_capacity, needed)) {
             status = PNGSHIM_NO_MEMORY;
         } else {
             for (uint32_t i = 0; i < count; i++) assemble_row(r, r->next_row + i, r->out + (size_t)i * row_size);
@@ -420,7 +420,8 @@ int pngshim_fast_reader_read(pngshim_fast_reader *r, uint32_t count, const unsig
     }
     r->next_row += count;
     if (r->bpp == 2) {
-        if (!grow(&r->out, &r->out_capacity, out_row * count)) {
+        size_t needed = 0;
+        if (__builtin_mul_overflow(out_row, (size_t)count, &needed) || !grow(&r->out, &r->out_capacity, needed)) {
             r->status = PNGSHIM_NO_MEMORY;
             return r->status;
         }

@@ -8,7 +8,8 @@ import ImageCore
 /// It takes the common PNG — 8-bit gray, gray + alpha, RGB or RGBA, no tRNS or PLTE, no gamma libpng would
 /// correct, every CRC right — and gives exactly the pixels libpng's paths give. Anything else, including data
 /// that turns out corrupt while rows are read, is a *fallback*: the caller decodes with libpng, which gives
-/// today's answer for it (see `pngshim_fast.h`).
+/// today's answer for it. One difference is libdeflate's (see `pngshim_fast.h`): a stream using the deflate
+/// codes the format reserves, which zlib refuses, decodes when its length and Adler-32 check.
 final class PNGFastReader {
     /// Inflated bytes (rows with their filter bytes) up to which an image is inflated in one libdeflate call;
     /// larger images stream through zlib a strip at a time. 16 MiB holds a 5 MP RGB or 4 MP RGBA image: the

@@ -6,7 +6,10 @@
 // when nothing in it needs a libpng transform or check it does not repeat: anything else — another colour type
 // or bit depth, tRNS, PLTE, a gamma libpng would correct, a bad CRC, an unknown critical chunk, a stream that is
 // short, long or corrupt — is PNGSHIM_FALLBACK, and the caller decodes with libpng, which gives today's answer
-// (pixels or error) for it.
+// (pixels or error) for it. One difference remains, libdeflate's: a stream that uses the codes deflate reserves
+// (distance codes 30 and 31 read as 29, literal/length codes 286-287, which zlib refuses with "invalid distance
+// code" or "too many length or distance symbols") decodes when its length and Adler-32 check, where libpng
+// fails. The streamed inflate is zlib's and has no such difference.
 
 #ifndef PNGSHIM_FAST_H
 #define PNGSHIM_FAST_H
