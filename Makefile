@@ -2,7 +2,7 @@
 SWIFT ?= swift
 CORPUS ?= $(abspath ../shared/corpus)
 
-.PHONY: demo test deps test-deps lint format bench bench-proxy fuzz soak docs replay
+.PHONY: demo test deps test-deps lint format bench bench-proxy bench-vips fuzz soak docs replay
 
 deps:
 	@scripts/install-deps.sh
@@ -40,6 +40,11 @@ bench: deps
 ## nginx as origin, wrk as client; writes Benchmarks/proxy/RESULTS.md and results.png. See Benchmarks/proxy/README.md.
 bench-proxy: deps
 	IMAGE_CORPUS="$${IMAGE_CORPUS:-$(CORPUS)}" Benchmarks/proxy/bench.sh
+
+## The ThumbnailServer against libvips in-process only (no thumbor, no herd): bench-proxy's quicker subset.
+bench-vips: deps
+	IMAGE_CORPUS="$${IMAGE_CORPUS:-$(CORPUS)}" CONFIGS="$${CONFIGS:-sdk vips}" HERD="$${HERD:-0}" \
+		Benchmarks/proxy/bench.sh
 
 ## libFuzzer targets (Fuzz/ package), FUZZ_SECONDS each (default 60), FUZZ_TARGETS to pick; see CONTRIBUTING.md.
 fuzz: deps

@@ -23,13 +23,13 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
-        // Raw C baselines: TurboJPEG, libpng, libwebp, giflib, the C thumbnail pipeline, raw file I/O.
+        // Raw C baselines: TurboJPEG, libpng, libdeflate, libwebp, giflib, the C thumbnail pipeline, raw file I/O.
         .target(
             name: "CBaselines",
             path: "Sources/CBaselines",
             linkerSettings: [
-                .linkedLibrary("turbojpeg"), .linkedLibrary("png16"), .linkedLibrary("webp"),
-                .linkedLibrary("gif"),
+                .linkedLibrary("turbojpeg"), .linkedLibrary("png16"), .linkedLibrary("deflate"),
+                .linkedLibrary("webp"), .linkedLibrary("gif"),
             ]
         ),
         // Inputs shared by the suites and by run.sh's external baselines.

@@ -7,7 +7,7 @@ want_test=0
 [ "${1:-}" = "--test" ] && want_test=1
 
 if ! command -v apt-get >/dev/null 2>&1; then
-    echo "install-deps: no apt-get here; install libpng, libjpeg-turbo (+turbojpeg), libwebp, giflib, libavif, libheif, libjxl, lcms2 dev packages by hand" >&2
+    echo "install-deps: no apt-get here; install libpng, libdeflate, libjpeg-turbo (+turbojpeg), libwebp, giflib, libavif, libheif, libjxl, lcms2 dev packages by hand" >&2
     exit 0
 fi
 
@@ -27,7 +27,7 @@ ensure_index() {
 
 # Debian names libjpeg-turbo's dev package libjpeg62-turbo-dev; Ubuntu names it libjpeg-turbo8-dev.
 # publicsuffix: the public-suffix list HTTPLoader's cookie jar refuses cookie domains by (a small bundled list otherwise).
-packages=(pkg-config libpng-dev libwebp-dev libgif-dev libturbojpeg0-dev libavif-dev libheif-dev liblcms2-dev publicsuffix)
+packages=(pkg-config libpng-dev libdeflate-dev libwebp-dev libgif-dev libturbojpeg0-dev libavif-dev libheif-dev liblcms2-dev publicsuffix)
 packages+=(libjxl-dev)   # JXLCoder (libjxl 0.7 on Debian 12)
 if installed libjpeg62-turbo-dev || installed libjpeg-turbo8-dev; then
     :

@@ -7,7 +7,8 @@
 #
 # Environment: IMAGE_CORPUS (default ../shared/corpus from the repository root), DURATION (seconds measured per
 # run, default 15; AVIF: DURATION_AVIF, default twice that), WARMUP (default 3), ROUNDS (default 3), CONCURRENCY
-# (default "2 8"), FORMATS (default "jpeg png webp avif"), CONFIGS (ids from servers.py, default all), CPUS (cores
+# (default "2 8"), FORMATS (default "jpeg png webp avif"), CONFIGS (ids from servers.py, default all: sdk thumbor1
+# thumbor2 thumbor2c vips; `make bench-vips` is CONFIGS="sdk vips" HERD=0), VIPS_PROCESSES (default 2), CPUS (cores
 # both servers are pinned to, default 0,1), HERD (requests, default 100; 0 skips), HERD_FORMATS (default
 # "jpeg png"), SERVER_BIN (a built thumbnail-server: skips the build), SERVER_SCRATCH (the server's SwiftPM
 # scratch path), and the SERVER_* overrides of servers.py.
@@ -18,6 +19,8 @@ ROOT="$(cd "$HERE/../.." && pwd)"
 BUILD="$HERE/.build"
 VENV="$BUILD/venv"
 THUMBOR_SPEC="thumbor==7.8.*"
+# libvips 8.18 in-process (issue 34): pyvips with the binary wheel that bundles libvips (no libvips-dev needed).
+VIPS_SPECS=("pyvips[binary]==3.2.0" "pyvips-binary==8.18.7")
 log() { printf '\n== bench-proxy: %s\n' "$*" >&2; }
 
 mkdir -p "$BUILD"
@@ -38,12 +41,12 @@ if [[ "${#need[@]}" -gt 0 ]]; then
 fi
 
 # --- 2. thumbor 7.8 from PyPI in a virtualenv inside the build folder (Debian's python3; system site untouched) --
-if ! "$VENV/bin/python" -c 'import thumbor, pycurl, matplotlib' 2>/dev/null; then
-    log "virtualenv $VENV: $THUMBOR_SPEC, pycurl, matplotlib"
-    /usr/bin/python3 -m venv "$VENV"
+if ! "$VENV/bin/python" -c 'import thumbor, pycurl, matplotlib, pyvips' 2>/dev/null; then
+    log "virtualenv $VENV: $THUMBOR_SPEC, pycurl, matplotlib, ${VIPS_SPECS[*]}"
+    [[ -x "$VENV/bin/python" ]] || /usr/bin/python3 -m venv "$VENV"
     "$VENV/bin/pip" install --quiet --upgrade pip
     # Fails early and loudly when PyPI is unreachable or a dependency does not build.
-    "$VENV/bin/pip" install --quiet "$THUMBOR_SPEC" "pycurl>=7.45.2,<8" matplotlib
+    "$VENV/bin/pip" install --quiet "$THUMBOR_SPEC" "pycurl>=7.45.2,<8" matplotlib "${VIPS_SPECS[@]}"
 fi
 "$VENV/bin/python" - <<'EOF'
 import sys
@@ -52,6 +55,10 @@ import thumbor, PIL
 assert thumbor.__version__.startswith("7.8"), thumbor.__version__
 for f in ("jpg", "webp", "avif", "zlib"):
     assert features.check(f), f"Pillow {PIL.__version__} lacks {f}: thumbor could not serve it"
+import pyvips
+assert (pyvips.version(0), pyvips.version(1)) == (8, 18), f"libvips {pyvips.version(0)}.{pyvips.version(1)}, not 8.18"
+for suffix in (".jpg", ".png", ".webp", ".avif"):
+    assert pyvips.Image.black(8, 8, bands=3).write_to_buffer(suffix), f"this libvips cannot write {suffix}"
 EOF
 
 # --- 3. The sources: made from the corpus's camera photos, never copied into the repository ---------------------
@@ -80,6 +87,7 @@ fi
 export SERVER_BIN
 
 # --- 5. The runs, the table, the chart ---------------------------------------------------------------------------
-log "measuring (about $(( ${ROUNDS:-3} * 8 * 4 * (${DURATION:-15} + ${WARMUP:-3} + 6) / 60 )) minutes)"
+configs=(${CONFIGS:-sdk thumbor1 thumbor2 thumbor2c vips})
+log "measuring (about $(( ${ROUNDS:-3} * 2 * ${#configs[@]} * 4 * (${DURATION:-15} + ${WARMUP:-3} + 6) / 60 )) minutes)"
 "$VENV/bin/python" "$HERE/bench_proxy.py" --build "$BUILD" --sources "$SOURCES" --venv "$VENV" --root "$ROOT" \
     --out "$HERE"

@@ -8,7 +8,10 @@ Per round, per output format, per concurrency, each configuration of servers.CON
 pinned to $CPUS, check a sample of its answers with Pillow, warm it up, then drive it with wrk for $DURATION
 seconds while reading its processes' CPU time from /proc, then read their peak RSS (VmHWM, summed) and stop it.
 Every request names a source URL never asked before (a nonce path segment nginx strips), so nothing is served
-from a result cache. Writes results.json, RESULTS.md and results.png into --out (report.py).
+from a result cache. With "vips" among $CONFIGS (the default), each round and format also runs libvips in-process
+(vips_worker.py, servers.LIBVIPS) on the same sources, and the preflight fetches every source's thumbnail from the
+ThumbnailServer once for the mean output size. Writes results.json, RESULTS.md and results.png into --out
+(report.py).
 """
 
 import argparse
@@ -20,6 +23,7 @@ import os
 import re
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import threading
@@ -403,9 +407,70 @@ def measure(args, origin, config, fmt, folder, concurrency, images, round_index,
     }
 
 
+def measure_vips(args, fmt, folder, round_index):
+    """libvips in-process: servers.LIBVIPS["processes"] workers side by side, pinned to $CPUS (vips_worker.py).
+    In the first round the first worker surveys every source first (sizes, full checks), before the timed loop."""
+    spec = servers.LIBVIPS
+    seconds = args.duration_avif if fmt == "avif" else args.duration
+    with open(os.path.join(args.sources, "manifest.json")) as f:
+        count = len(json.load(f)["images"])
+    env = dict(os.environ, VIPS_CONCURRENCY="1")
+    workers = [subprocess.Popen(
+        ["taskset", "-c", args.cpus, os.path.join(args.venv, "bin", "python"), os.path.join(HERE, "vips_worker.py"),
+         "--sources", args.sources, "--folder", folder, "--format", fmt, "--seconds", str(seconds),
+         "--warmup", str(args.warmup), "--start", str(i * count // spec["processes"]),
+         "--save", json.dumps(spec["save"][fmt])] + (["--survey"] if i == 0 and round_index == 1 else []),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for i in range(spec["processes"])]
+    machine0 = machine_cpu()
+    outputs = []
+    for worker in workers:
+        out, err = worker.communicate()
+        lines = [line for line in out.splitlines() if line.startswith("{")]
+        if worker.returncode != 0 or not lines:
+            raise RuntimeError(f"vips_worker.py failed ({worker.returncode}):\n{out}\n{err}")
+        outputs.append(json.loads(lines[-1]))
+    machine1 = machine_cpu()
+    thumbnails = sum(o["thumbnails"] for o in outputs)
+    wall = statistics.mean(o["wall_s"] for o in outputs)
+    busy, total = machine1[0] - machine0[0], machine1[1] - machine0[1]
+    return {
+        "format": fmt, "source_folder": folder, "round": round_index, "processes": spec["processes"],
+        "thumbnails": thumbnails, "seconds": wall, "rate": thumbnails / wall,
+        "cpu_ms_per_thumbnail": sum(o["cpu_s"] for o in outputs) * 1000 / max(thumbnails, 1),
+        "mean_bytes": sum(o["bytes"] for o in outputs) / max(thumbnails, 1),
+        "first_pass_sizes": outputs[0]["first_pass_sizes"] or None,
+        "checked_ok": sum(o["checked_ok"] for o in outputs),
+        "wrong": sum(o["wrong_answers"] + o["first_pass_wrong"] for o in outputs),
+        "wrong_examples": [w for o in outputs for w in o["wrong"]][:5],
+        "machine_busy_cores": busy / total * os.cpu_count() if total else None,
+        "libvips": outputs[0]["libvips"], "pyvips": outputs[0]["pyvips"], "save": spec["save"][fmt],
+    }
+
+
+def survey_sizes(server, origin, folder, fmt, images, nonce_prefix):
+    """Every source's thumbnail once, one by one, outside the measured runs: their sizes (the mean output size
+    beside libvips's, over the same sources) and a full check of each with Pillow."""
+    sizes, problems = [], []
+    for n, image in enumerate(images):
+        path, headers = server.request(origin, folder, fmt, image, f"{nonce_prefix}v{n}")
+        status, _, body = http_get(server.port, path, headers)
+        if status != 200:
+            problems.append(f"{image['name']}: HTTP {status}")
+            continue
+        try:
+            with Image.open(io.BytesIO(body)) as thumbnail:
+                thumbnail.load()
+                if thumbnail.format != PIL_FORMAT[fmt] or thumbnail.size not in expected_sizes(image):
+                    problems.append(f"{image['name']}: {thumbnail.format} {thumbnail.size}")
+        except Exception as error:  # noqa: BLE001 — any decode failure is the finding
+            problems.append(f"{image['name']}: Pillow cannot decode the answer ({error})")
+        sizes.append(len(body))
+    return sizes, problems
+
+
 def preflight(args, origin, images):
     """Which source folder each format uses, and which (config, format) pairs answer correctly at all."""
-    folders, notes, broken = {}, [], {}
+    folders, notes, broken, surveys = {}, [], {}, {}
     # One configuration per server: the first of each that this run measures.
     chosen = {}
     for config in servers.CONFIGS:
@@ -429,11 +494,14 @@ def preflight(args, origin, images):
                 folders[fmt] = folder
                 if problems:
                     broken.setdefault(fmt, []).append(f"{config['label']}: {'; '.join(problems)}")
+                elif config["server"] == "sdk" and args.vips:
+                    sizes, wrong = survey_sizes(server, origin, folder, fmt, images, f"pre{fmt}")
+                    surveys[fmt] = {"sizes": sizes, "wrong": wrong}
         finally:
             server.stop()
     for fmt in args.formats:
         folders.setdefault(fmt, fmt)
-    return folders, notes, broken
+    return folders, notes, broken, surveys
 
 
 def herd(args, origin, images, folders):
@@ -541,7 +609,9 @@ def main():
     args.rounds = int(os.environ.get("ROUNDS", "3"))
     args.concurrency = [int(c) for c in os.environ.get("CONCURRENCY", "2 8").split()]
     args.formats = os.environ.get("FORMATS", " ".join(servers.FORMATS)).split()
-    args.config_ids = os.environ.get("CONFIGS", " ".join(c["id"] for c in servers.CONFIGS)).split()
+    args.config_ids = os.environ.get(
+        "CONFIGS", " ".join([c["id"] for c in servers.CONFIGS] + [servers.LIBVIPS["id"]])).split()
+    args.vips = servers.LIBVIPS["id"] in args.config_ids
     args.cpus = os.environ.get("CPUS", "0,1")
     args.herd = int(os.environ.get("HERD", "100"))
     # Each herd request encodes its own answer today, so a herd of AVIF takes minutes on a busy machine.
@@ -561,10 +631,11 @@ def main():
             "thumbor_path": servers.THUMBOR["path"], "thumbor_conf": servers.THUMBOR_CONF}
     origin = Origin(args.sources, os.path.join(args.build, "run", "nginx"))
     configs = [c for c in servers.CONFIGS if c["id"] in args.config_ids]
-    runs = []
+    runs, vips_runs = [], []
     try:
-        folders, notes, broken = preflight(args, origin, images)
-        meta.update({"source_folders": folders, "notes": notes, "preflight_failures": broken})
+        folders, notes, broken, surveys = preflight(args, origin, images)
+        meta.update({"source_folders": folders, "notes": notes, "preflight_failures": broken,
+                     "sdk_size_survey": surveys})
         for note in notes:
             log(note)
         for fmt, problems in broken.items():
@@ -574,6 +645,13 @@ def main():
         total = args.rounds * len(args.formats) * len(args.concurrency) * len(configs)
         for round_index in range(1, args.rounds + 1):
             for fmt in args.formats:
+                if args.vips:
+                    vips = measure_vips(args, fmt, folders[fmt], round_index)
+                    vips_runs.append(vips)
+                    log(f"round {round_index} {fmt} libvips ×{vips['processes']}: {vips['rate']:.1f} thumbnails/s, "
+                        f"{vips['cpu_ms_per_thumbnail']:.1f} ms CPU/thumbnail, {vips['mean_bytes'] / 1000:.1f} KB, "
+                        f"wrong {vips['wrong']}, machine busy {vips['machine_busy_cores']:.2f} cores, "
+                        f"load {loadavg()}")
                 for concurrency in args.concurrency:
                     for config in configs:
                         run_number += 1
@@ -592,7 +670,7 @@ def main():
         origin.stop()
     meta["finished"] = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
     meta["loadavg_end"] = loadavg()
-    data = {"meta": meta, "configs": configs, "runs": runs, "herd": herd_results}
+    data = {"meta": meta, "configs": configs, "runs": runs, "herd": herd_results, "vips_runs": vips_runs}
     with open(os.path.join(args.out, "results.json"), "w") as f:
         json.dump(data, f, indent=1)
     report.write(data, args.out)

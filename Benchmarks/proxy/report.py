@@ -52,6 +52,75 @@ def mark(ok):
     return "**met**" if ok else "not met"
 
 
+def vips_section(data, table, formats, add):
+    """Issue 34's table: the ThumbnailServer's CPU per request against libvips's per thumbnail, mean output sizes
+    and 2-core rates, per format, from the same run."""
+    meta = data["meta"]
+    runs = data.get("vips_runs") or []
+    if not runs:
+        return
+    first = runs[0]
+    add(f"## Against libvips {first['libvips']} in-process (issue 34)")
+    add("")
+    add(f"libvips {first['libvips']} through pyvips {first['pyvips']} (the `pyvips-binary` wheel's libvips, "
+        "from PyPI), in-process on the same sources held in memory: no HTTP, no cache, one libvips thread per "
+        f"process, {first['processes']} processes side by side on CPUs {meta['cpus']} (vips_worker.py). Each "
+        "thumbnail is `thumbnail_buffer(source, 512, height=512)` then `write_to_buffer` in the source's format "
+        "with libvips's default save settings and the ThumbnailServer's quality for the format: "
+        + "; ".join(f"{NAMES[f]} `{json.dumps(r['save']) if r['save'] else 'defaults'}`"
+                    for f, r in {r['format']: r for r in runs}.items())
+        + " (libvips's PNG defaults: zlib level 6, no row filter; its AVIF default, effort 4, is libaom speed 5, where "
+        "the ThumbnailServer encodes AVIF at libavif speed 10: the AVIF row compares the two defaults, not equal "
+        "efforts). libvips's CPU is measured inside its calls "
+        "(process CPU time, every thread), so it leaves out the loop and the checks around them; the "
+        "ThumbnailServer's is all its CPU per answered request (HTTP, fetch from nginx, decode, resize, encode, "
+        "cache stores). Goal (issue 34): CPU per request ≤ 0.8× libvips's per thumbnail (the larger of the 2- "
+        "and 8-client figures), mean output ≤ libvips's, for every format. Mean sizes: every source's thumbnail "
+        "once on each side (the same sources).")
+    add("")
+    add("| output | ours: CPU ms/request (2 / 8 clients) | libvips: CPU ms/thumbnail | ratio | ≤ 0.8× | "
+        "ours: mean KB | libvips: mean KB | ≤ libvips | ours: req/s (2 / 8 clients) | libvips: thumbnails/s "
+        "(2 processes) | checked |")
+    add("| --- | ---: | ---: | ---: | --- | ---: | ---: | --- | ---: | ---: | --- |")
+    surveys = meta.get("sdk_size_survey", {})
+    for fmt in formats:
+        vips = [r for r in runs if r["format"] == fmt]
+        if not vips:
+            continue
+        cpu_vips = statistics.median(r["cpu_ms_per_thumbnail"] for r in vips)
+        rate_vips = statistics.median(r["rate"] for r in vips)
+        survey_runs = [r for r in vips if r.get("first_pass_sizes")]
+        vips_kb = statistics.mean(survey_runs[0]["first_pass_sizes"]) / 1000 if survey_runs else float("nan")
+        ours = [table.get(("sdk", fmt, c)) for c in meta["concurrency"]]
+        ours = [o for o in ours if o]
+        survey = surveys.get(fmt, {})
+        ours_kb = statistics.mean(survey["sizes"]) / 1000 if survey.get("sizes") else None
+        wrong = sum(r["wrong"] for r in vips)
+        checked = (f"libvips: all {sum(r['checked_ok'] for r in vips):,} right" if wrong == 0 else
+                   f"libvips: **{wrong} wrong** ({'; '.join(vips[0]['wrong_examples'][:2])})")
+        if survey.get("wrong"):
+            checked += f"; ours: **{len(survey['wrong'])} wrong in the survey** ({survey['wrong'][0]})"
+        if not ours:
+            add(f"| {NAMES[fmt]} | — | {cpu_vips:.1f} | — | — | — | {vips_kb:.1f} | — | — | {rate_vips:.1f} | "
+                f"{checked} |")
+            continue
+        cpu_ours = max(o["cpu"] for o in ours)
+        ratio = cpu_ours / cpu_vips
+        size_cell = f"{ours_kb:.1f}" if ours_kb is not None else "—"
+        size_goal = mark(ours_kb <= vips_kb) if ours_kb is not None else "—"
+        cpu_cells = " / ".join(f"{o['cpu']:.1f}" for o in ours)
+        rate_cells = " / ".join(f"{o['rps']:.1f}" for o in ours)
+        add(f"| {NAMES[fmt]} | {cpu_cells} | {cpu_vips:.1f} | {ratio:.2f}× | {mark(ratio <= 0.8)} | {size_cell} | "
+            f"{vips_kb:.1f} | {size_goal} | {rate_cells} | {rate_vips:.1f} | {checked} |")
+    add("")
+    busy = [r["machine_busy_cores"] for r in runs if r["machine_busy_cores"] is not None]
+    if busy:
+        add(f"libvips's runs kept {statistics.median(busy):.2f} cores of the machine busy (median over runs; "
+            f"{first['processes']} processes). On a shared machine the rates measure who won more of a contended "
+            "CPU; the CPU figures, measured side by side in the same run, are the steadier comparison.")
+        add("")
+
+
 def write(data, out_dir):
     meta, configs = data["meta"], data["configs"]
     labels = {c["id"]: c["label"] for c in configs}
@@ -59,7 +128,8 @@ def write(data, out_dir):
     formats = [f for f in meta["formats"] if any(k[1] == f for k in table)]
     lines = []
     add = lines.append
-    add("# Image-proxy benchmark: ThumbnailServer vs thumbor 7.8")
+    add("# Image-proxy benchmark: ThumbnailServer vs thumbor 7.8" +
+        (" and libvips" if data.get("vips_runs") else ""))
     add("")
     add(f"Measured {meta['started']} → {meta['finished']} by `make bench-proxy` (Benchmarks/proxy/bench.sh); "
         "see README.md beside this file for the method.")
@@ -101,6 +171,8 @@ def write(data, out_dir):
     for fmt, problems in meta.get("preflight_failures", {}).items():
         add(f"- **{NAMES.get(fmt, fmt)} not comparable**: {'; '.join(problems)}")
     add("")
+
+    vips_section(data, table, formats, add)
 
     add("## Goals of issue 22")
     add("")

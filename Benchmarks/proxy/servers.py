@@ -85,6 +85,21 @@ ALLOW_UNSAFE_URL = True
 MAX_AGE = 0
 """
 
+# --- libvips 8.18 in-process (pyvips with its binary wheel, in the build folder's virtualenv; issue 34) ---------
+# The engine under imgproxy and imagor, without a server around it: vips_worker.py holds the sources in memory and
+# runs `thumbnail_buffer(source, 512, height=512)` then `write_to_buffer` in the source's format, on one libvips
+# thread per process (VIPS_CONCURRENCY=1), operation cache off, PROCESSES worker processes side by side on the
+# benchmark's cores (the 2-core rate). Save settings: libvips's own defaults (PNG: compression 6, no row filter;
+# WebP effort 4; AVIF effort 4, AV1 through libheif), with the quality the ThumbnailServer uses for that format by
+# default (JPEG 80, WebP 80, AVIF 60), so both sides encode at the same nominal quality. Effort stays libvips's:
+# its AVIF effort 4 is libaom speed 5, where the ThumbnailServer encodes AVIF at libavif speed 10.
+LIBVIPS = {
+    "id": "vips",
+    "label": "libvips in-process (pyvips), 2 processes",
+    "processes": int(os.environ.get("VIPS_PROCESSES", "2")),
+    "save": {"jpeg": {"Q": 80}, "png": {}, "webp": {"Q": 80}, "avif": {"Q": 60}},
+}
+
 # The configurations measured, alternated in this order in every round. `keepalive: False` sends
 # `Connection: close`, so every request opens a new connection and the kernel spreads them over thumbor's workers.
 CONFIGS = [

@@ -5,8 +5,10 @@ public import ImageCore
 ///
 /// Register it with `CodersManager.shared.addCoder(PNGCoder.shared)`.
 ///
-/// Decoding uses libpng's simplified API, which returns status codes (no longjmp). Every colour type and bit
-/// depth is supported: output is RGBA8 with straight alpha when the image has alpha (alpha channel or tRNS),
+/// Decoding uses a fast reader for the common PNG (8-bit gray, gray + alpha, RGB or RGBA without tRNS, gamma
+/// libpng leaves alone: libdeflate's inflate and SIMD row filters, exactly libpng's pixels) and libpng's simplified
+/// API, which returns status codes (no longjmp), for everything else. Every colour type and bit depth is
+/// supported: output is RGBA8 with straight alpha when the image has alpha (alpha channel or tRNS),
 /// RGB8 for colour and palette images, gray8 for gray ones; 16-bit samples are reduced to 8 bits; gAMA, sRGB and
 /// cHRM are resolved by libpng to sRGB; the iCCP profile and eXIf bytes go to ``ImageMetadata``. PNG orientation
 /// (eXIf) is reported in `metadata.exif` but not applied.
@@ -24,9 +26,10 @@ public import ImageCore
 ///
 /// The pixel budget is checked against the IHDR size read by this coder before libpng allocates anything.
 /// Thumbnails and scale-down shrink while decoding: rows are read a strip at a time and area-averaged into the
-/// thumbnail as they come, so a 12 MP PNG never sits in memory at full size (interlaced files, whose rows are only
-/// complete after the last pass, decode in full and are then area-averaged). Either way the pixels are exactly
-/// the full decode's, area-averaged.
+/// thumbnail as they come, so a 12 MP PNG never sits in memory at full size (the fast reader holds an image's
+/// inflated data instead when it is at most 16 MiB; interlaced files the fast reader does not take, whose rows are
+/// only complete after the last pass, decode in full and are then area-averaged). Either way the pixels are
+/// exactly the full decode's, area-averaged.
 ///
 /// Threading: stateless and `Sendable`; decode and encode may run concurrently from any threads and block the
 /// calling thread, so call them from a decode pool, not the cooperative pool.
@@ -67,8 +70,10 @@ public final class PNGCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendable
     /// Encodes `image` as PNG, or as APNG when it has several frames and `firstFrameOnly` is off; see
     /// ``ImageEncodeOptions/effort`` for the speed trade-off.
     ///
-    /// `.fast` is zlib level 1 with one filter (use it wherever the SDK encodes on its own), `.balanced` libpng's
-    /// default, `.best` zlib 9 with every filter; `progressive` writes Adam7. An APNG holds every frame whole
+    /// Compression is libdeflate's: `.fast` is level 1 with the Paeth filter on every row (use it wherever the SDK
+    /// encodes on its own), `.balanced` the per-row filter heuristic with level 1 for photographs and 9 for
+    /// drawings and flat colour (picked from the filtered data), `.best` level 12; `progressive` writes Adam7
+    /// (through libpng, as images with an ICC profile are). An APNG holds every frame whole
     /// (dispose `none`, blend `source`), the first frame as the default image, the durations in milliseconds and
     /// the loop count; frames beyond the image's ``AnimationBudget`` are refused before any is encoded (or dropped
     /// to the first with the `firstFrameOnly` policy).

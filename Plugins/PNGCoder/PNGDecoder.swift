@@ -37,18 +37,17 @@ enum PNGDecoder {
     }
 
     /// The pixels at the size `options` ask for: a smaller size is reduced while decoding (rows in strips through
-    /// the area reducer) unless the image is interlaced, which decodes in full and is then resampled. The report
-    /// is nil for a full decode.
+    /// the area reducer; see ``PNGRowDecoder``) unless the image is interlaced and not the fast reader's, which
+    /// decodes in full and is then resampled. The report is nil for a full decode.
     static func decodePixels(
         _ data: Data, chunks: PNGChunks, options: ImageDecodeOptions
     ) throws -> (pixels: PixelBuffer, report: PNGRowDecodeReport?) {
         let target = options.targetSize(forSourceWidth: chunks.width, height: chunks.height)
         let reduced = target.width != chunks.width || target.height != chunks.height
-        if reduced && !chunks.interlaced {
-            let (pixels, report) = try PNGRowDecoder.decode(data, target: target, maxPixels: options.maxPixelCount)
-            return (pixels, report)
+        if reduced, let result = try PNGRowDecoder.decode(data, target: target, maxPixels: options.maxPixelCount) {
+            return (result.0, result.1)
         }
-        let pixels = try decodePixels(data, chunks: chunks)
+        let pixels = try decodePixels(data, chunks: chunks, maxPixels: options.maxPixelCount)
         return (reduced ? pixels.areaResampled(width: target.width, height: target.height) : pixels, nil)
     }
 
@@ -60,9 +59,12 @@ enum PNGDecoder {
         return chunks
     }
 
-    /// Decodes the whole image at its stored size.
-    static func decodePixels(_ data: Data, chunks: PNGChunks) throws -> PixelBuffer {
-        try data.withUnsafeBytes { try decodePixels($0, chunks: chunks, rgba: false) }
+    /// Decodes the whole image at its stored size: the fast reader for the common PNG, libpng for the rest.
+    static func decodePixels(_ data: Data, chunks: PNGChunks, maxPixels: Int = .max) throws -> PixelBuffer {
+        try data.withUnsafeBytes { bytes in
+            if let pixels = try PNGFastReader.decode(bytes, maxPixels: maxPixels) { return pixels }
+            return try decodePixels(bytes, chunks: chunks, rgba: false)
+        }
     }
 
     /// Decodes the PNG in `bytes` at its stored size; with `rgba`, always as straight RGBA8 (what the APNG

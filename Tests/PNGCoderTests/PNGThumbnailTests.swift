@@ -6,7 +6,8 @@ import Testing
 @testable import PNGCoder
 
 /// Shrink-on-load: a PNG thumbnail is reduced row by row while decoding and must equal, byte for byte, the full
-/// decode followed by `areaResampled` (same libpng transforms, same reducer), without holding the full image.
+/// decode followed by `areaResampled` (the same pixels, the same reducer), holding a strip of rows — or, on the
+/// fast reader, the inflated image when it is under the one-shot limit.
 @Suite("PNG thumbnails")
 struct PNGThumbnailTests {
     /// The thumbnail options the comparison runs: aspect-fit to a third, a 1-pixel fit, and a stretched fill.
@@ -73,7 +74,7 @@ struct PNGThumbnailTests {
         }
     }
 
-    @Test("a large thumbnail holds one strip of rows, not the image")
+    @Test("a large thumbnail holds one strip of rows, or the inflated image only up to the one-shot limit")
     func holdsAStripNotTheImage() throws {
         let (width, height) = (1600, 1200)
         let pixels = PixelBuffer(
@@ -81,13 +82,31 @@ struct PNGThumbnailTests {
             bytes: (0..<(width * height * 4)).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 13) })
         let data = try PNGCoder.shared.encode(
             Image(pixels: pixels), as: .png, options: ImageEncodeOptions(effort: .fast))
-        let options = ImageDecodeOptions(thumbnailPixelSize: PixelSize(width: 256, height: 256))
-        let chunks = try PNGDecoder.header(of: data, scanAll: true)
-        let (thumbnail, report) = try PNGDecoder.decodePixels(data, chunks: chunks, options: options)
-        let strip = try #require(report)
-        #expect(strip.stripBytes <= PNGRowDecoder.stripBytes && strip.stripBytes < width * height * 4 / 20)
-        #expect(thumbnail.width == 256 && thumbnail.height == 192)
-        #expect(thumbnail == pixels.areaResampled(width: 256, height: 192))
+        let target = PixelSize(width: 256, height: 192)
+        let expected = pixels.areaResampled(width: 256, height: 192)
+        let inflated = height * (width * 4 + 1)
+
+        // Streamed (an image over the one-shot limit): a strip of rows and the row above it.
+        let streamed = try #require(
+            try PNGRowDecoder.decode(data, target: target, maxPixels: .max, wholeInflateLimit: inflated - 1))
+        #expect(streamed.1.fast)
+        #expect(streamed.1.stripBytes <= PNGRowDecoder.stripBytes + 2 * (width * 4 + 1))
+        #expect(streamed.0 == expected)
+
+        // At once (at most the limit): the inflated image, nothing more.
+        let whole = try #require(
+            try PNGRowDecoder.decode(data, target: target, maxPixels: .max, wholeInflateLimit: inflated))
+        #expect(whole.1.fast && whole.1.stripBytes == inflated)
+        #expect(whole.0 == expected)
+        #expect(PNGFastReader.wholeInflateLimit <= 16 << 20)
+
+        // libpng's row reader (16-bit samples are its): one strip.
+        let deep = PNGFixtures.make(
+            width: width, height: 40, bitDepth: 16, colorType: .rgb,
+            samples: (0..<(width * 40 * 3)).map { UInt16(truncatingIfNeeded: $0 &* 40_503) })
+        let libpng = try #require(
+            try PNGRowDecoder.decode(deep, target: PixelSize(width: 64, height: 2), maxPixels: .max))
+        #expect(!libpng.1.fast && libpng.1.stripBytes <= PNGRowDecoder.stripBytes)
     }
 
     @Test("hostile input on the row path: truncated data and an over-budget header fail with typed errors")

@@ -131,6 +131,7 @@ let benchmarks: @Sendable () -> Void = {
     }
 
     registerThumbnailBenchmarks()
+    registerPNGStageBenchmarks()
 }
 
 /// The 12 MP → 256 px JPEG thumbnail, three ways.

@@ -44,6 +44,11 @@ int cb_jpeg_encode(const uint8_t *pixels, int width, int height, int channels, i
 int cb_png_decode(const uint8_t *png, size_t length, int channels, uint32_t *checksum);
 /// png_image_write_to_memory (libpng's default zlib level and filters).
 int cb_png_encode(const uint8_t *pixels, int width, int height, int channels, cb_buffer *out);
+/// The floor of any PNG decode: the IDAT chunks joined and inflated in one libdeflate call (8-bit, not
+/// interlaced), no row filters undone.
+int cb_png_inflate(const uint8_t *png, size_t length, uint32_t *checksum);
+/// libvips's PNG save settings (zlib level 6, no row filter) through libpng's write API; `out` is reused.
+int cb_png_encode_vips(const uint8_t *pixels, int width, int height, int channels, cb_buffer *out);
 
 // MARK: WebP
 
