@@ -7,8 +7,9 @@ import Foundation
 /// the quantizer). Each probe measures one level: a value (the output's distance, or its size) that moves one way
 /// with the level, and the level passes when the value is at most the threshold. Between probes the next level is
 /// interpolated in log space from the two nearest probes around the threshold (or extrapolated with `logSlope`, the
-/// expected change of the log value per level, until the threshold is bracketed), so one or two probes usually land
-/// next to the boundary; a measured value that breaks monotony falls back to bisection. The answer is always a
+/// expected change of the log value per level, then with the measured slope and half as far again, until the
+/// threshold is bracketed), so one or two probes usually land next to the boundary; a measured value that breaks
+/// monotony falls back to bisection. The answer is always a
 /// probed level: the search never reports a level it did not measure.
 ///
 /// Thread-safe: a pure function of its inputs and the `measure` closure.
@@ -105,14 +106,19 @@ public enum QualitySearch {
                 let guess = Double(fail.level) + t * Double(pass.level - fail.level)
                 return clamp(Int(guess.rounded(.up)), inner)
             case (let fail?, nil):
-                // Every probe failed: step up by the slope (measured between the two highest failing probes when
-                // that is steeper than nothing), at least one level.
-                let slope = measuredSlope(below: fail) ?? logSlope
-                let steps = (log(threshold) - log(max(fail.value, .leastNormalMagnitude))) / slope
-                return clamp(fail.level + max(1, Int(steps.rounded(.up))), (fail.level + 1)...levels.upperBound)
+                // Every probe failed: step up by the hinted slope, then by the slope measured between the two
+                // highest failing probes — half as far again, since the hint already fell short once and measured
+                // distances are noisy (the max norm is not monotone in quality): the aim is to bracket the boundary.
+                let measured = measuredSlope(below: fail)
+                let steps = (log(threshold) - log(max(fail.value, .leastNormalMagnitude))) / (measured ?? logSlope)
+                let overshoot = measured == nil ? 1 : overshootFactor
+                return clamp(
+                    fail.level + max(1, Int((steps * overshoot).rounded(.up))), (fail.level + 1)...levels.upperBound)
             case (nil, let pass?):
-                let slope = measuredSlope(above: pass) ?? logSlope
-                let steps = (log(threshold) - log(max(pass.value, .leastNormalMagnitude))) / slope
+                let measured = measuredSlope(above: pass)
+                let steps =
+                    (log(threshold) - log(max(pass.value, .leastNormalMagnitude))) / (measured ?? logSlope)
+                    * (measured == nil ? 1 : overshootFactor)
                 let down = max(1, Int((-steps).rounded(.down)))
                 return clamp(pass.level - down, levels.lowerBound...(pass.level - 1))
             case (nil, nil):
@@ -152,6 +158,9 @@ public enum QualitySearch {
         }
         return Outcome(best: pass, probes: probes)
     }
+
+    /// How much further than the measured slope predicts an extrapolation steps once the hint missed.
+    static let overshootFactor = 1.5
 
     static func clamp(_ value: Int, _ range: ClosedRange<Int>) -> Int {
         min(max(value, range.lowerBound), range.upperBound)
