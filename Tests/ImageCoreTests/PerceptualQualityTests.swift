@@ -82,7 +82,11 @@ struct PerceptualQualityTests {
 
     @Test("without a registered metric a target fails with noPerceptualMetric before any encode; registering fixes it")
     func registration() throws {
-        #expect(PerceptualQuality.metric == nil)
+        // ImageCore registers nothing itself; another target's suite may have registered a metric when suites of
+        // several targets share a process (`make test` runs each target alone), so start from none and restore.
+        let saved = PerceptualQuality.metric
+        PerceptualQuality.register(nil)
+        defer { PerceptualQuality.register(saved) }
         var encodes = 0
         let error = try #require(throws: ImageError.self) {
             try PerceptualQuality.search(
@@ -96,7 +100,6 @@ struct PerceptualQualityTests {
         #expect(error.code == .noPerceptualMetric && error.stage == .encode)
         #expect(encodes == 0)
         PerceptualQuality.register(ScriptedMetric(distances: Self.curve))
-        defer { PerceptualQuality.register(nil) }
         #expect(PerceptualQuality.metric?.name == "scripted")
         let result = try PerceptualQuality.search(
             PerceptualTarget(maxDistance: 3), reference: Self.reference, levels: 0...100, start: 50, logSlope: -0.02,
@@ -113,6 +116,9 @@ struct PerceptualQualityTests {
         #expect(PerceptualTarget(maxDistance: 2, maxEncodes: 99).maxEncodes == 16)
         #expect(PerceptualTarget(maxDistance: 1.5).keyDescription == "distance(1.500),encodes(4)")
         #expect(PerceptualTarget(maxDistance: 0.05, maxEncodes: 16).keyDescription == "distance(0.050),encodes(16)")
+        #expect(
+            PerceptualTarget(maxDistance: 2, maxQuality: 0.8).keyDescription == "distance(2.000),encodes(4),max(0.800)")
+        #expect(PerceptualTarget(maxDistance: 2, maxQuality: .nan).maxQuality == 1)
         var seen: [String: PerceptualTarget] = [:]
         for thousandths in stride(from: 50, through: 20_000, by: 7) {
             for encodes in [2, 4, 9] {

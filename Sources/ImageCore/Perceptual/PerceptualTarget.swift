@@ -19,17 +19,30 @@ public struct PerceptualTarget: Hashable, Sendable, CustomStringConvertible {
     /// meets it is found whenever the format's best quality does.
     public let maxEncodes: Int
 
-    /// Creates a target; values outside the ranges are clamped.
-    public init(maxDistance: Double, maxEncodes: Int = 4) {
+    /// The highest quality the search may choose, 0.01...1 (default 1: the format's best). A service replacing a
+    /// fixed quality sets that quality here: the output then never costs more bytes than the fixed quality's, and
+    /// an image that needs more to meet the target gets the ceiling (reported as missing the target).
+    public let maxQuality: Double
+
+    /// Creates a target; values outside the ranges are clamped (NaN `maxQuality` becomes 1).
+    public init(maxDistance: Double, maxEncodes: Int = 4, maxQuality: Double = 1) {
         self.maxDistance = maxDistance.isNaN ? 1 : min(max(maxDistance, 0.05), 100)
         self.maxEncodes = min(max(maxEncodes, 2), 16)
+        self.maxQuality = maxQuality.isNaN ? 1 : min(max(maxQuality, 0.01), 1)
     }
 
-    /// The target as it belongs in a cache key or a log line: `distance(1.500),encodes(4)` — three fixed decimals,
-    /// so equal targets always print alike and different ones never do (distances are kept to that precision by
-    /// the search's own comparisons in practice; two targets closer than 0.0005 share a key).
+    /// The target as it belongs in a cache key or a log line: `distance(1.500),encodes(4)`, with `,max(0.800)` when
+    /// the quality is capped — three fixed decimals, so equal targets always print alike and different ones never
+    /// do (two targets closer than 0.0005 share a key).
     public var keyDescription: String {
         "distance(\(Self.fixed3(maxDistance))),encodes(\(maxEncodes))"
+            + (maxQuality < 1 ? ",max(\(Self.fixed3(maxQuality)))" : "")
+    }
+
+    /// The highest level of an encoder's scale `levels` that ``maxQuality`` allows, where the scale's top is
+    /// quality 1 and `perUnit` levels make quality 1 (JPEG and WebP 100, AVIF 63).
+    public func topLevel(of levels: ClosedRange<Int>, perUnit: Int) -> Int {
+        min(levels.upperBound, max(levels.lowerBound, Int((maxQuality * Double(perUnit)).rounded())))
     }
 
     /// ``keyDescription``.
