@@ -55,7 +55,10 @@ enum JPEGEncoder {
             // 4:2:0 halves the chroma resolution, which puts a floor under butteraugli's max norm on sharp colour
             // edges (a red-on-green photo stays at 4.75 at q 100 at 256 px). When the coder chooses the subsampling
             // and 4:2:0 misses the target, a second search runs at 4:4:4 (up to maxEncodes more encodes).
-            if result.report.meetsTarget == false, options.chromaSubsampling == nil, subsampling == TJSAMP_420 {
+            // Not under a quality cap: 4:4:4 at the cap costs more bytes than the fixed quality the cap stands for.
+            if result.report.meetsTarget == false, options.chromaSubsampling == nil, subsampling == TJSAMP_420,
+                target.maxQuality >= 1
+            {
                 let full = try search(TJSAMP_444)
                 let chosen = (full.report.distance ?? .infinity) < (result.report.distance ?? .infinity) ? full : result
                 if chosen.data == full.data { subsampling = TJSAMP_444 }
