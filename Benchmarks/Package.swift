@@ -82,6 +82,13 @@ let package = Package(
             dependencies: sdk("ImageCore", "JPEGCoder", "PNGCoder", "WebPCoder", "AVIFCoder", "ImageTransformers"),
             path: "Sources/ThumbnailRunner"
         ),
+        // Issue 35 item 4: perceptual quality target vs fixed q 80, and the placeholders' cost (perceptual.sh).
+        .executableTarget(
+            name: "PerceptualRunner",
+            dependencies: sdk(
+                "ImageCore", "JPEGCoder", "PNGCoder", "WebPCoder", "AVIFCoder", "JXLCoder", "ImageTransformers"),
+            path: "Sources/PerceptualRunner"
+        ),
         // Issue 23 item 7: the peak resident set of 1,000 concurrent loads of distinct 2 MP photos (run.sh step 6).
         .executableTarget(
             name: "InFlightMemory",

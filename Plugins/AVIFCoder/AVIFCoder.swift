@@ -28,7 +28,7 @@ import ImageCore
 /// Threading: thread-safe; each call owns its libavif objects, and an animation's provider serializes its
 /// decoder. Calls block: run them on the decode pool. Errors: ``ImageError`` `badImageData` (with
 /// ``AVIFLibError`` as the cause), `imageTooLarge`, `encodeFailed`, `noCoder` (no AV1 codec in libavif).
-public final class AVIFCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendable {
+public final class AVIFCoder: ProgressiveImageCoder, AnimatedImageCoder, ReportingImageCoder, Sendable {
     /// The shared instance to register (single-threaded AV1 decoding: the SDK decodes on several threads).
     public static let shared = AVIFCoder()
 
@@ -139,6 +139,20 @@ public final class AVIFCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendabl
     ///
     /// - Throws: ``ImageError`` `encodeFailed` (no AV1 encoder, or libavif's status as the cause).
     public func encode(_ image: Image, as format: ImageFormat, options: ImageEncodeOptions) throws -> Data {
+        guard format == .avif else {
+            throw ImageError(.noCoder, stage: .encode, message: "AVIFCoder cannot encode \(format)")
+        }
+        return try AVIFEncoder.encode(image, options: options, maxThreads: maxThreads).data
+    }
+
+    /// ``encode(_:as:options:)``, reporting the quality used (chosen by a ``ImageEncodeOptions/perceptualTarget``
+    /// on the first frame — levels are 63 minus the AV1 quantizer — or lowered by `maxFileSize`) and the perceptual
+    /// search's report.
+    ///
+    /// - Throws: as ``encode(_:as:options:)``; `noPerceptualMetric` for a target without a registered metric.
+    public func encodeReporting(
+        _ image: Image, as format: ImageFormat, options: ImageEncodeOptions
+    ) throws -> EncodedImage {
         guard format == .avif else {
             throw ImageError(.noCoder, stage: .encode, message: "AVIFCoder cannot encode \(format)")
         }

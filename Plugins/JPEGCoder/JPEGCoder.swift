@@ -21,7 +21,7 @@ public import ImageCore
 /// block: use a decode pool, not the cooperative pool.
 /// Errors: ``ImageError`` `badImageData`, `imageTooLarge` (checked from the header before allocating) or
 /// `encodeFailed`, with TurboJPEG's message as the underlying ``JPEGLibraryError``.
-public final class JPEGCoder: ProgressiveImageCoder, Sendable {
+public final class JPEGCoder: ProgressiveImageCoder, ReportingImageCoder, Sendable {
     /// The shared instance to register with ``CodersManager``.
     public static let shared = JPEGCoder()
 
@@ -49,6 +49,19 @@ public final class JPEGCoder: ProgressiveImageCoder, Sendable {
     ///
     /// - Throws: ``ImageError`` `noCoder` for another format, `encodeFailed` when libjpeg-turbo fails.
     public func encode(_ image: Image, as format: ImageFormat, options: ImageEncodeOptions) throws -> Data {
+        guard format == .jpeg else {
+            throw ImageError(.noCoder, stage: .encode, message: "JPEGCoder cannot encode \(format)")
+        }
+        return try JPEGEncoder.encode(image, options: options).data
+    }
+
+    /// ``encode(_:as:options:)``, reporting the quality used (chosen by a ``ImageEncodeOptions/perceptualTarget``
+    /// or lowered by `maxFileSize`) and the perceptual search's report.
+    ///
+    /// - Throws: as ``encode(_:as:options:)``; `noPerceptualMetric` for a target without a registered metric.
+    public func encodeReporting(
+        _ image: Image, as format: ImageFormat, options: ImageEncodeOptions
+    ) throws -> EncodedImage {
         guard format == .jpeg else {
             throw ImageError(.noCoder, stage: .encode, message: "JPEGCoder cannot encode \(format)")
         }

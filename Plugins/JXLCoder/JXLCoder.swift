@@ -31,7 +31,7 @@ public import ImageCore
 /// Calls block: run them on the decode pool. Errors: ``ImageError`` `badImageData` (with ``JXLLibError`` as the
 /// cause), `imageTooLarge`, `encodeFailed`. libjxl 0.7 as Debian builds it prints the reason of a decode failure
 /// to standard error; the error the coder throws only carries the status.
-public final class JXLCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendable {
+public final class JXLCoder: ProgressiveImageCoder, AnimatedImageCoder, ReportingImageCoder, Sendable {
     /// The shared instance to register (single-threaded decoding: the SDK decodes on several threads already).
     public static let shared = JXLCoder()
 
@@ -116,6 +116,19 @@ public final class JXLCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendable
     ///
     /// - Throws: ``ImageError`` `noCoder` for another format, `encodeFailed` (libjxl's status as the cause).
     public func encode(_ image: Image, as format: ImageFormat, options: ImageEncodeOptions) throws -> Data {
+        guard format == .jxl else {
+            throw ImageError(.noCoder, stage: .encode, message: "JXLCoder cannot encode \(format)")
+        }
+        return try encodeReporting(image, as: format, options: options).data
+    }
+
+    /// ``encode(_:as:options:)``, reporting the quality used and, with a ``ImageEncodeOptions/perceptualTarget``,
+    /// a report with metric `jxl-distance`, one encode and no measured distance (libjxl encodes to the distance).
+    ///
+    /// - Throws: as ``encode(_:as:options:)``.
+    public func encodeReporting(
+        _ image: Image, as format: ImageFormat, options: ImageEncodeOptions
+    ) throws -> EncodedImage {
         guard format == .jxl else {
             throw ImageError(.noCoder, stage: .encode, message: "JXLCoder cannot encode \(format)")
         }

@@ -34,13 +34,17 @@ final class JXLEncoderHandle {
 /// Encodes ``Image``s to JPEG XL stills and animations with libjxl's encoder.
 ///
 /// Lossless keeps the pixels exactly (`uses_original_profile`, modular); lossy uses the butteraugli distance
-/// `cjxl` derives from a quality (0.1 + (100 − q) × 0.09 from q 30 up, a steeper curve below); `maxFileSize` lowers
+/// `cjxl` derives from a quality (0.1 + (100 − q) × 0.09 from q 30 up, a steeper curve below), or a
+/// ``ImageEncodeOptions/perceptualTarget``'s distance itself (one encode; libjxl's distance bounds a norm of the
+/// butteraugli error, not its maximum, so the max-norm target is aimed at, not measured); `maxFileSize` lowers
 /// the quality step by step and returns the smallest result when nothing fits. All frames share one layout (the
 /// narrowest that holds every frame); alpha is written straight (premultiplied pixels are divided out first). The ICC profile in the metadata is written when libjxl accepts it (else the
 /// pixels are declared sRGB), the orientation of pixels kept in a stored orientation is written into the
 /// codestream. Thread-safe: each call owns its encoder.
 enum JXLEncoder {
-    static func encode(_ image: Image, options: ImageEncodeOptions, maxThreads: Int) throws(ImageError) -> Data {
+    static func encode(
+        _ image: Image, options: ImageEncodeOptions, maxThreads: Int
+    ) throws(ImageError) -> EncodedImage {
         let count = options.firstFrameOnly ? 1 : try image.framesWithinBudget(stage: .encode)
         var frames: [ImageFrame] = []
         frames.reserveCapacity(count)
@@ -53,16 +57,46 @@ enum JXLEncoder {
         }
         frames = resized(frames, inside: options.maxPixelSize)
         frames = unified(frames)
-        var best = try encode(frames, image: image, options: options, quality: options.quality, maxThreads: maxThreads)
-        guard let limit = options.maxFileSize, !options.lossless, best.count > limit else { return best }
-        var quality = options.quality - 0.1
-        while quality >= 0 {
-            let candidate = try encode(frames, image: image, options: options, quality: quality, maxThreads: maxThreads)
-            if candidate.count < best.count { best = candidate }
-            if candidate.count <= limit { break }
-            quality -= 0.1
+        // A perceptual target is JPEG XL's own distance: one encode, no search (the encoder aims at it itself).
+        let target = options.lossless ? nil : options.perceptualTarget
+        var quality = target.map { Self.quality(distance: $0.maxDistance) } ?? options.quality
+        var best = try encode(
+            frames, image: image, options: options,
+            distance: target.map { Self.clamped($0.maxDistance) }
+                ?? distance(quality: quality), maxThreads: maxThreads)
+        var encodes = 1
+        if let limit = options.maxFileSize, !options.lossless, best.count > limit {
+            var step = quality - 0.1
+            while step >= 0 {
+                let candidate = try encode(
+                    frames, image: image, options: options, distance: distance(quality: step), maxThreads: maxThreads)
+                encodes += 1
+                if candidate.count < best.count {
+                    best = candidate
+                    quality = step
+                }
+                if candidate.count <= limit { break }
+                step -= 0.1
+            }
         }
-        return best
+        let report = target.map {
+            PerceptualReport(target: $0, metric: "jxl-distance", quality: quality, distance: nil, encodes: encodes)
+        }
+        return EncodedImage(data: best, quality: options.lossless ? nil : quality, perceptual: report)
+    }
+
+    /// A distance libjxl accepts for a lossy encode: 0.1...25.
+    static func clamped(_ distance: Double) -> Float { Float(min(25, max(0.1, distance))) }
+
+    /// The quality 0...1 whose ``distance(quality:)`` is `distance` (the inverse of `cjxl`'s mapping), for reports.
+    static func quality(distance: Double) -> Double {
+        let d = Double(clamped(distance))
+        // 0.1 + (100 − q) × 0.09 from q 30 (distance 6.4) up; below, the smaller root of the quadratic.
+        let q =
+            d <= 6.4
+            ? 100 - (d - 0.1) / 0.09
+            : (1.15 - (1.15 * 1.15 - 4 * 53.0 / 3000.0 * (25 - d)).squareRoot()) / (2 * 53.0 / 3000.0)
+        return min(1, max(0, q / 100))
     }
 
     /// `cjxl`'s quality-to-distance mapping (quality 0...100; 100 is distance 0, lossless in modular mode).
@@ -83,7 +117,7 @@ enum JXLEncoder {
     }
 
     private static func encode(
-        _ frames: [ImageFrame], image: Image, options: ImageEncodeOptions, quality: Double, maxThreads: Int
+        _ frames: [ImageFrame], image: Image, options: ImageEncodeOptions, distance: Float, maxThreads: Int
     ) throws(ImageError) -> Data {
         guard let first = frames.first?.pixels, first.width > 0, first.height > 0 else {
             throw ImageError(.encodeFailed, stage: .encode, message: "JPEG XL: cannot encode an empty image")
@@ -124,7 +158,7 @@ enum JXLEncoder {
             try handle.check(JxlEncoderSetFrameLossless(settings, 1), "cannot ask for lossless")
         } else {
             try handle.check(
-                JxlEncoderSetFrameDistance(settings, distance(quality: quality)), "cannot set the distance")
+                JxlEncoderSetFrameDistance(settings, distance), "cannot set the distance")
         }
         var format = JxlPixelFormat(
             num_channels: UInt32(layout.bytesPerPixel), data_type: JXL_TYPE_UINT8, endianness: JXL_NATIVE_ENDIAN,

@@ -14,7 +14,7 @@ import ImageCore
 /// Threading: stateless and thread-safe; each call owns its libwebp objects. Calls block: run them on the decode
 /// pool. Errors: ``ImageError`` `badImageData` (libwebp's status as the cause), `imageTooLarge` (canvas over
 /// ``ImageDecodeOptions/maxPixelCount``, checked from the header before any pixel allocation), `encodeFailed`.
-public final class WebPCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendable {
+public final class WebPCoder: ProgressiveImageCoder, AnimatedImageCoder, ReportingImageCoder, Sendable {
     /// The shared instance to register.
     public static let shared = WebPCoder()
 
@@ -85,6 +85,19 @@ public final class WebPCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendabl
     /// downwards and returns the smallest result when even quality 0 is too big.
     /// - Throws: ``ImageError`` `encodeFailed` (e.g. over WebP's 16383-pixel limit).
     public func encode(_ image: Image, as format: ImageFormat, options: ImageEncodeOptions) throws -> Data {
+        guard format == .webp else {
+            throw ImageError(.noCoder, stage: .encode, message: "WebPCoder cannot encode \(format)")
+        }
+        return try WebPEncoder.encode(image, options: options).data
+    }
+
+    /// ``encode(_:as:options:)``, reporting the quality used (chosen by a ``ImageEncodeOptions/perceptualTarget``
+    /// on the first frame, or lowered by `maxFileSize`) and the perceptual search's report.
+    ///
+    /// - Throws: as ``encode(_:as:options:)``; `noPerceptualMetric` for a target without a registered metric.
+    public func encodeReporting(
+        _ image: Image, as format: ImageFormat, options: ImageEncodeOptions
+    ) throws -> EncodedImage {
         guard format == .webp else {
             throw ImageError(.noCoder, stage: .encode, message: "WebPCoder cannot encode \(format)")
         }

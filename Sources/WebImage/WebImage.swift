@@ -30,7 +30,8 @@ private let registration = Locked<DefaultPlugins?>(nil)
 ///
 /// Adds the PNG (and APNG), JPEG, WebP, GIF, AVIF, HEIF and JPEG XL coders to ``CodersManager/shared``; registers
 /// ``LCMSColorConverter/shared`` with ``ColorConversion`` (conversion stays off until a load sets
-/// ``ImageDecodeOptions/convertToSRGB``); sets ``ImageManager/defaultImageCache``
+/// ``ImageDecodeOptions/convertToSRGB``) and ``ButteraugliMetric/shared`` with ``PerceptualQuality`` (used only by
+/// encodes with an ``ImageEncodeOptions/perceptualTarget``); sets ``ImageManager/defaultImageCache``
 /// to a ``CachesManager`` of `memoryCache` then `diskCache`; adds `httpLoader` to ``LoadersManager/shared``
 /// (beside the file and `data:` loaders) and makes that the default loader. Call it before the first use of
 /// ``ImageManager/shared``. Calling it again returns the first registration and changes nothing.
@@ -47,6 +48,7 @@ public func registerDefaultPlugins(
             CodersManager.shared.addCoder(coder)
         }
         ColorConversion.register(LCMSColorConverter.shared)
+        PerceptualQuality.register(ButteraugliMetric.shared)
         let cache = CachesManager([memoryCache, diskCache])
         LoadersManager.shared.addLoader(httpLoader)
         ImageManager.defaultImageCache = cache

@@ -118,6 +118,7 @@ import Testing
             case .chromaSubsampling: options.chromaSubsampling = .s444
             case .maxPixelSize: options.maxPixelSize = PixelSize(width: 9, height: 9)
             case .maxFileSize: options.maxFileSize = 999
+            case .perceptualTarget: options.perceptualTarget = PerceptualTarget(maxDistance: 1.5)
             case .firstFrameOnly: options.firstFrameOnly = true
             case .backgroundColor: options.backgroundColor = RGBAColor(red: 1, green: 2, blue: 3, alpha: 4)
             case .coderOptions: options.coderOptions[TestCoder.Tint.self] = 3

@@ -32,6 +32,7 @@ import WebImage
         #expect(ImageManager.defaultImageLoader as? LoadersManager === LoadersManager.shared)
         #expect(LoadersManager.shared.canRequestImage(for: URL(string: "https://example.com/a.png")!))
         #expect(ColorConversion.converter is LCMSColorConverter, "registered; conversion itself stays off")
+        #expect(PerceptualQuality.metric is ButteraugliMetric, "registered for encodes with a perceptual target")
         #expect(!ImageDecodeOptions().convertToSRGB)
         let source = Self.photo(width: 40, height: 30)
         let animated = Image(frames: [

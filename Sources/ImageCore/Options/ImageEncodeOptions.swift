@@ -54,6 +54,10 @@ public struct ImageEncodeOptions: Hashable, Sendable {
     public var maxPixelSize: PixelSize?
     /// Search the quality so the output is at most this many bytes (lossy formats).
     public var maxFileSize: Int?
+    /// Pick the lowest quality whose decoded output looks within this distance of the image (JPEG, WebP and AVIF
+    /// search; JPEG XL encodes to the distance natively); ``quality`` is then not used. Needs a registered
+    /// ``PerceptualMetric`` (see ``PerceptualTarget``). Changes the output: part of any key for encoded results.
+    public var perceptualTarget: PerceptualTarget?
     /// Encode only the first frame of an animation.
     public var firstFrameOnly: Bool
     /// Colour that transparent pixels are composited over when the format has no alpha (JPEG).
@@ -65,7 +69,8 @@ public struct ImageEncodeOptions: Hashable, Sendable {
     public init(
         quality: Double = 0.85, effort: EncodeEffort = .balanced, lossless: Bool = false, progressive: Bool = false,
         chromaSubsampling: ChromaSubsampling? = nil, maxPixelSize: PixelSize? = nil, maxFileSize: Int? = nil,
-        firstFrameOnly: Bool = false, backgroundColor: RGBAColor = .white, coderOptions: CoderOptions = CoderOptions()
+        perceptualTarget: PerceptualTarget? = nil, firstFrameOnly: Bool = false, backgroundColor: RGBAColor = .white,
+        coderOptions: CoderOptions = CoderOptions()
     ) {
         self.quality = Self.sanitized(quality)
         self.effort = effort
@@ -74,6 +79,7 @@ public struct ImageEncodeOptions: Hashable, Sendable {
         self.chromaSubsampling = chromaSubsampling
         self.maxPixelSize = maxPixelSize
         self.maxFileSize = maxFileSize
+        self.perceptualTarget = perceptualTarget
         self.firstFrameOnly = firstFrameOnly
         self.backgroundColor = backgroundColor
         self.coderOptions = coderOptions

@@ -11,7 +11,7 @@ import Synchronization
 /// budget (``ImageError/Code/imageTooLarge``) before the coder allocates anything.
 ///
 /// Thread-safe: the list sits behind a `Mutex`; every call works on a snapshot, so coders run without the lock.
-public final class CodersManager: ProgressiveImageCoder, AnimatedImageCoder, Sendable {
+public final class CodersManager: ProgressiveImageCoder, AnimatedImageCoder, ReportingImageCoder, Sendable {
     private let storage: Mutex<[any ImageCoder]>
 
     /// The process-wide registry the manager uses when the context names no coder.
@@ -111,6 +111,20 @@ public final class CodersManager: ProgressiveImageCoder, AnimatedImageCoder, Sen
     /// What the coder that would encode `format` (the first that can) promises.
     public func encodesExactly(to format: ImageFormat) -> Bool {
         byPriority.first { $0.canEncode(to: format) }?.encodesExactly(to: format) ?? false
+    }
+
+    /// Encodes with the first coder that can, reporting what it chose (``ReportingImageCoder``).
+    public func encodeReporting(
+        _ image: Image, as format: ImageFormat, options: ImageEncodeOptions
+    ) throws -> EncodedImage {
+        guard let coder = byPriority.first(where: { $0.canEncode(to: format) }) else {
+            throw ImageError(.noCoder, stage: .encode, message: "no coder encodes \(format)")
+        }
+        do {
+            return try coder.encodeWithReport(image, as: format, options: options)
+        } catch {
+            throw ImageError.wrap(error, as: .encodeFailed, stage: .encode)
+        }
     }
 
     /// The first coder's probe that answers.

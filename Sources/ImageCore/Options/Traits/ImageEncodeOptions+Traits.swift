@@ -8,8 +8,8 @@ extension ImageEncodeOptions {
     /// the struct's stored properties, so a new property without a case fails a test; ``keyValue(in:)`` is an
     /// exhaustive switch.
     public enum Field: String, CaseIterable, Sendable, CustomStringConvertible {
-        case quality, effort, lossless, progressive, chromaSubsampling, maxPixelSize, maxFileSize, firstFrameOnly
-        case backgroundColor, coderOptions
+        case quality, effort, lossless, progressive, chromaSubsampling, maxPixelSize, maxFileSize, perceptualTarget
+        case firstFrameOnly, backgroundColor, coderOptions
 
         /// What the option changes: the stored bytes of a derived entry, keyed.
         public var traits: OptionTraits { OptionTraits(.stored, key: .part("encode")) }
@@ -36,6 +36,10 @@ extension ImageEncodeOptions {
                 }
             case .maxPixelSize: options.maxPixelSize.map { "\($0.width)x\($0.height)" } ?? "-"
             case .maxFileSize: options.maxFileSize.map(String.init) ?? "-"
+            // The registered metric decides what the target means, so its name is part of the value.
+            case .perceptualTarget:
+                options.perceptualTarget.map { "\(PerceptualQuality.metric?.name ?? "none"):\($0.keyDescription)" }
+                    ?? "-"
             case .firstFrameOnly: options.firstFrameOnly ? "1" : "0"
             case .backgroundColor:
                 "\(options.backgroundColor.red).\(options.backgroundColor.green).\(options.backgroundColor.blue)."

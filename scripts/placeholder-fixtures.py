@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""Placeholder fixtures (issue 35): BlurHash and ThumbHash of small images the project generates itself, computed
+once with the reference implementations from PyPI, written as Tests/ImageTransformersTests/PlaceholderFixtures.swift.
+
+    python3 -m venv /tmp/ph && /tmp/ph/bin/pip install blurhash==1.1.5 thumbhash==0.1.2
+    F=Tests/ImageTransformersTests/PlaceholderFixtures.swift
+    /tmp/ph/bin/python scripts/placeholder-fixtures.py > $F && swift format --in-place --configuration .swift-format $F
+
+The images come from integer formulas that PlaceholderImages.swift (the tests) repeats exactly, so both sides hash
+the same bytes; nothing is read from disk.
+
+Two things about thumbhash 0.1.2 are corrected here, each checked rather than assumed:
+- Its encoder cannot hash images with alpha: `a_dc, a_ac, a_scale = encode_channel(a, 5, 5) if has_alpha else
+  1.0, [], 1.0` parses as `(… if has_alpha else 1.0), [], 1.0` and then fails on round(tuple). The script runs the
+  package's own function with that one line parenthesized as the reference (Evan Wallace's JavaScript) has it.
+- Python's round() rounds halves to even, the reference's Math.round halves up. Every ThumbHash below is computed
+  both ways and the script fails if they differ, so the chosen images hit no tie and the fixtures are exact for
+  either rounding (the SDK rounds half up, as the reference does).
+"""
+import inspect
+import sys
+
+import blurhash
+import thumbhash
+import thumbhash.__init__ as th_module  # noqa: F401  (the functions live in the package's __init__)
+
+
+def xorshift_bytes(count, seed=0x9E3779B9):
+    state = seed
+    out = []
+    for _ in range(count):
+        state ^= (state << 13) & 0xFFFFFFFF
+        state ^= state >> 17
+        state ^= (state << 5) & 0xFFFFFFFF
+        out.append(state)
+    return out
+
+
+def image(name):
+    """(width, height, rgba bytes) of the named test image; PlaceholderImages.swift has the same formulas."""
+    if name == "gradient":
+        w, h = 32, 24
+        px = [(x * 255 // (w - 1), y * 255 // (h - 1), (x + y) * 4 % 256, 255) for y in range(h) for x in range(w)]
+    elif name == "checker":
+        w, h = 20, 30
+        px = [((200, 40, 90, 255) if (x // 5 + y // 5) % 2 else (30, 160, 220, 255)) for y in range(h) for x in range(w)]
+    elif name == "rings":
+        w, h = 64, 40
+        px = []
+        for y in range(h):
+            for x in range(w):
+                r = ((x - 32) ** 2 + (y - 20) ** 2) * 3 % 256
+                px.append((r, 255 - r, x * 4 % 256, 255))
+    elif name == "noise":
+        w, h = 48, 48
+        px = [(s & 255, (s >> 8) & 255, (s >> 16) & 255, 255) for s in xorshift_bytes(w * h)]
+    elif name == "solid":
+        w, h = 16, 16
+        px = [(120, 60, 200, 255)] * (w * h)
+    elif name == "fade":
+        w, h = 40, 24
+        px = [(x * 255 // (w - 1), 128, y * 255 // (h - 1), min(255, x * 7 + y * 3)) for y in range(h) for x in range(w)]
+    elif name == "holes":
+        w, h = 24, 64
+        px = [((x * 10) % 256, (y * 4) % 256, 90, 0 if (x + y) % 3 == 0 else 255) for y in range(h) for x in range(w)]
+    else:
+        raise KeyError(name)
+    return w, h, [c for p in px for c in p]
+
+
+# thumbhash's encoder with the alpha line as the reference writes it.
+source = inspect.getsource(thumbhash.rgba_to_thumb_hash)
+buggy = "a_dc, a_ac, a_scale = encode_channel(a, 5, 5) if has_alpha else 1.0, [], 1.0"
+assert buggy in source, "thumbhash changed: re-check the alpha line"
+namespace = dict(vars(thumbhash))
+exec(source.replace(buggy, "a_dc, a_ac, a_scale = encode_channel(a, 5, 5) if has_alpha else (1.0, [], 1.0)"), namespace)
+fixed_encoder = namespace["rgba_to_thumb_hash"]
+
+
+def half_up(value, digits=None):
+    import math
+    assert digits is None
+    return math.floor(value + 0.5)
+
+
+def thumb(name):
+    w, h, rgba = image(name)
+    namespace["round"] = round
+    banker = fixed_encoder(w, h, rgba)
+    namespace["round"] = half_up
+    up = fixed_encoder(w, h, rgba)
+    del namespace["round"]
+    if banker != up:
+        sys.exit(f"{name}: a rounding tie (half-even {banker} vs half-up {up}); pick another image")
+    has_alpha = any(rgba[i] != 255 for i in range(3, len(rgba), 4))
+    if not has_alpha:
+        # Opaque: the package's function as published must agree with the corrected one.
+        assert thumbhash.rgba_to_thumb_hash(w, h, rgba) == up, name
+    return up
+
+
+def blur(name, cx, cy):
+    w, h, rgba = image(name)
+    rows = [[rgba[(y * w + x) * 4:(y * w + x) * 4 + 3] for x in range(w)] for y in range(h)]
+    return blurhash.encode(rows, cx, cy)
+
+
+names = ["gradient", "checker", "rings", "noise", "solid", "fade", "holes"]
+blur_cases = [(n, 4, 3) for n in names] + [("gradient", 1, 1), ("rings", 9, 9), ("noise", 5, 4), ("checker", 3, 7)]
+decode_hash = blur("gradient", 4, 3)
+decoded = blurhash.decode(decode_hash, 8, 6)
+decoded_bytes = bytes(c for row in decoded for px in row for c in px)
+
+print("// Generated by scripts/placeholder-fixtures.py with blurhash 1.1.5 and thumbhash 0.1.2 (PyPI): do not edit.")
+print("// The images are PlaceholderImages.swift's; the script's header says what it corrects in thumbhash 0.1.2.")
+print()
+print("enum PlaceholderFixtures {")
+print("    /// (image, components x, components y, BlurHash) from `blurhash.encode`.")
+print("    static let blurHashes: [(image: String, x: Int, y: Int, hash: String)] = [")
+for n, cx, cy in blur_cases:
+    print(f'        ("{n}", {cx}, {cy}, "{blur(n, cx, cy)}"),')
+print("    ]")
+print()
+print("    /// `blurhash.decode` of gradient's 4x3 hash at 8x6: RGB bytes in hex.")
+print(f'    static let blurHashDecoded = (hash: "{decode_hash}", width: 8, height: 6, rgbHex: "{decoded_bytes.hex()}")')
+print()
+print("    /// (image, ThumbHash bytes in hex) from `thumbhash.rgba_to_thumb_hash`.")
+print("    static let thumbHashes: [(image: String, hex: String)] = [")
+for n in names:
+    print(f'        ("{n}", "{bytes(thumb(n)).hex()}"),')
+print("    ]")
+print("}")
