@@ -27,6 +27,8 @@ public struct ThumbnailServer: Sendable {
     public let metricsPort: MetricsPort
     /// The open connections.
     public let connections: ConnectionRegistry
+    /// The bytes of answers being written.
+    public let output: OutputBudget
     let configuration: ThumbnailServerConfiguration
 
     /// Builds the server from `configuration`.
@@ -55,7 +57,8 @@ public struct ThumbnailServer: Sendable {
         let connections = ConnectionRegistry(maxConnections: limits.maxConnections)
         metrics.connectionCount.withLock { $0 = { connections.count } }
 
-        let route = ThumbnailRoute(service: service)
+        let output = OutputBudget(limit: configuration.maxPendingOutputBytes)
+        let route = ThumbnailRoute(service: service, output: output)
         let router = Router()
         router.add(middleware: RequestLogMiddleware())
         router.get("/thumbnail") { request, context in await route.respond(to: request, logger: context.logger) }
@@ -95,6 +98,7 @@ public struct ThumbnailServer: Sendable {
         self.readiness = readiness
         self.metricsPort = metricsPort
         self.connections = connections
+        self.output = output
         self.configuration = configuration
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import Synchronization
@@ -166,7 +167,8 @@ import WebImage
             Image(pixels: PixelBuffer(width: 1400, height: 1400, layout: .rgb8, bytes: noise)))
         origin.set("/noise.png", .init(data: big, contentType: "image/png"))
         try await origin.run { originBase in
-            try await Defect.withServer(["MAX_SOURCE_BYTES": "\(64 << 20)"]) { _, base, port in
+            try await Defect.withServer(["MAX_SOURCE_BYTES": "\(64 << 20)", "RESULT_MEMORY_MB": "64"]) {
+                _, base, port in
                 let path = Live.thumbnailPath(source: originBase + "/noise.png", "w=1400&format=png")
                 let warm = try await Live.get(base + path)
                 #expect(warm.status == 200 && warm.body.count > 3_000_000, "\(warm.body.count)")

@@ -20,9 +20,11 @@ struct GuardedHTTP1Channel: ServerChildChannel {
         } catch {
             return channel.eventLoop.makeFailedFuture(error)
         }
+        let bound = NIOLoopBound(guarding, eventLoop: channel.eventLoop)
         return inner.setup(channel: channel, logger: logger).flatMapThrowing { value in
             let state = try channel.pipeline.syncOperations.context(handlerType: HTTPConnectionStateHandler.self)
-            try channel.pipeline.syncOperations.addHandler(RequestGuard(guarding), position: .before(state.handler))
+            try channel.pipeline.syncOperations.addHandler(
+                RequestGuard(bound.value), position: .before(state.handler))
             return value
         }
     }
