@@ -25,10 +25,8 @@ public struct ThumbnailServer: Sendable {
     public let readiness: Readiness
     /// The port of the metrics listener once it runs (useful with port 0).
     public let metricsPort: MetricsPort
-    /// The open connections.
+    /// The open connections and the bytes of answers waiting for their sockets.
     public let connections: ConnectionRegistry
-    /// The bytes of answers being written.
-    public let output: OutputBudget
     let configuration: ThumbnailServerConfiguration
 
     /// Builds the server from `configuration`.
@@ -54,11 +52,11 @@ public struct ThumbnailServer: Sendable {
             let files = FileLimit.raiseToHard()
             if files > 512 { limits.maxConnections = min(limits.maxConnections, Int(clamping: files - 256)) }
         }
-        let connections = ConnectionRegistry(maxConnections: limits.maxConnections)
+        let connections = ConnectionRegistry(
+            maxConnections: limits.maxConnections, maxPendingOutput: configuration.maxPendingOutputBytes)
         metrics.connectionCount.withLock { $0 = { connections.count } }
 
-        let output = OutputBudget(limit: configuration.maxPendingOutputBytes)
-        let route = ThumbnailRoute(service: service, output: output)
+        let route = ThumbnailRoute(service: service)
         let router = Router()
         router.add(middleware: RequestLogMiddleware())
         router.get("/thumbnail") { request, context in await route.respond(to: request, logger: context.logger) }
@@ -98,7 +96,6 @@ public struct ThumbnailServer: Sendable {
         self.readiness = readiness
         self.metricsPort = metricsPort
         self.connections = connections
-        self.output = output
         self.configuration = configuration
     }
 

@@ -37,8 +37,11 @@ public struct FreshnessPolicy: Sendable, Equatable {
     public func freshness(lifetime: Double?, now: Date) -> SourceFreshness {
         let own = lifetime ?? defaultTTL
         let clamped = min(maximumTTL, max(minimumTTL, own))
+        // A source that states no lifetime puts no bound on what the answer may promise: the heuristic lifetime is
+        // the service's own choice of when to ask again.
         return SourceFreshness(
-            reuseUntil: now.addingTimeInterval(clamped), sourceFreshUntil: now.addingTimeInterval(max(0, own)))
+            reuseUntil: now.addingTimeInterval(clamped),
+            sourceFreshUntil: lifetime.map { now.addingTimeInterval(max(0, $0)) } ?? .distantFuture)
     }
 
     /// The response's own remaining lifetime in seconds (`s-maxage`, `max-age`, `Expires` − `Date`, less `Age`;
@@ -67,7 +70,8 @@ public struct FreshnessPolicy: Sendable, Equatable {
 public struct SourceFreshness: Sendable, Equatable, Codable {
     /// Until when the service reuses it without asking the origin (the source's lifetime, clamped).
     public var reuseUntil: Date
-    /// Until when the source itself said it is fresh (unclamped): an answer never promises beyond it.
+    /// Until when the source itself said it is fresh (unclamped; `distantFuture` when it said nothing): an answer
+    /// never promises beyond it.
     public var sourceFreshUntil: Date
 
     /// Creates a freshness.

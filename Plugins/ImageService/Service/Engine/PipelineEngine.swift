@@ -131,7 +131,7 @@ final class PipelineEngine: ServiceEngine {
                 store(stale.data, record: record, contentType: nil, key: key)
                 return SourceEntry(data: stale.data, record: record, isShareable: true, level: nil)
             case .loaded(let loaded, let provenance):
-                let entry = made(loaded, provenance: provenance)
+                let entry = try await made(loaded, provenance: provenance)
                 if let stale { metrics.revalidated(changed: stale.record.sourceValidator != entry.validator) }
                 if entry.isShareable {
                     store(entry.data, record: entry.record, contentType: loaded.response.contentType, key: key)
@@ -146,18 +146,23 @@ final class PipelineEngine: ServiceEngine {
         }
     }
 
-    /// A fetched source as an entry: its record (provenance, freshness, validators) from the response.
-    private func made(_ loaded: LoadedImageData, provenance: SourceProvenance) -> SourceEntry {
+    /// A fetched source as an entry: its record (provenance, freshness, validators) from the response. A source
+    /// with neither ETag nor Last-Modified is identified by a digest of its bytes, taken on the CPU pool (20 MB of
+    /// SHA-256 on the cooperative pool would stall every request handler behind it).
+    private func made(_ loaded: LoadedImageData, provenance: SourceProvenance) async throws -> SourceEntry {
         let now = Date()
         let response = loaded.response
         let control = response.cacheControl
         let stated = FreshnessPolicy.ownLifetime(headers: response.headers, now: now)
-        let validator =
-            ServiceKeys.responseValidator(etag: response.etag, lastModified: response.lastModified)
-            ?? ServiceKeys.contentValidator(loaded.data)
+        let data = loaded.data
+        var validator = ServiceKeys.responseValidator(etag: response.etag, lastModified: response.lastModified)
+        if validator == nil {
+            validator = try await renderer.pool.runCancellable { ServiceKeys.contentValidator(data) }
+        }
+        let sourceValidator = validator ?? ""
         let record = EntryRecord(
             provenance: provenance, freshness: freshness.freshness(lifetime: stated, now: now), statedLifetime: stated,
-            sourceValidator: validator, etag: response.etag, lastModified: response.lastModified)
+            sourceValidator: sourceValidator, etag: response.etag, lastModified: response.lastModified)
         return SourceEntry(
             data: loaded.data, record: record, isShareable: !control.noStore && !control.isPrivate, level: nil)
     }

@@ -7,8 +7,10 @@ import NIOHTTPTypes
 /// The limits of one connection (``ConnectionLimits``) applied by two channel handlers that share one
 /// ``ConnectionGuardState``: ``ByteGuard`` at the front of the pipeline (raw bytes: the first byte of a request,
 /// writes completing, writability, and reads held back while the client doesn't read its answers) and
-/// ``RequestGuard`` after the HTTP codec (a request's head and end, an answer's end). A timer on the connection's
-/// event loop checks the state four times a second and closes the connection when a limit passed.
+/// ``RequestGuard`` after the HTTP codec (a request's head and end, an answer's end). One timer per connection, set
+/// for the state's next deadline (``ConnectionGuardState/nextDeadline``) and moved only when an event brings it
+/// closer, closes the connection when a limit passed: a thousand idle connections cost a thousand timers a minute,
+/// not four thousand wake-ups a second.
 ///
 /// Hummingbird 2.28 has an idle timeout (`HTTP1Channel.Configuration.idleTimeout`, reset by every request part,
 /// so a client sending a byte at a time keeps it open, and none while a response waits to be read) and a connection
@@ -19,7 +21,9 @@ final class ConnectionGuard {
     let registry: ConnectionRegistry
     let logger: Logger
     weak var channel: (any Channel)?
-    private var timer: RepeatedTask?
+    private var timer: Scheduled<Void>?
+    private var timerDeadline = Double.infinity
+    private var stopped = false
     /// A `read` withheld while the socket was not writable.
     var heldRead = false
 
@@ -35,29 +39,45 @@ final class ConnectionGuard {
     func start(_ channel: any Channel) -> Bool {
         self.channel = channel
         guard registry.opened(channel) else { return false }
-        let bound = NIOLoopBound(self, eventLoop: channel.eventLoop)
-        timer = channel.eventLoop.scheduleRepeatedTask(initialDelay: .milliseconds(250), delay: .milliseconds(250)) {
-            _ in bound.value.check()
-        }
+        changed()
         return true
     }
 
     func stop() {
+        guard !stopped else { return }
+        stopped = true
         timer?.cancel()
         timer = nil
         if let channel { registry.closed(channel) }
     }
 
+    /// After an event: tells the registry whether the connection may be evicted, and brings the timer closer when
+    /// the state's next deadline moved before it.
     func changed() {
-        if let channel { registry.setEvictable(channel, state.isEvictable) }
+        guard !stopped, let channel else { return }
+        registry.setEvictable(channel, state.isEvictable)
+        guard let deadline = state.nextDeadline, deadline < timerDeadline else { return }
+        schedule(at: deadline, on: channel)
     }
 
-    private func check() {
-        guard case .close(let reason) = state.verdict(now: Self.now), let channel else { return }
-        logger.debug("closing a connection", metadata: ["reason": .string(reason)])
+    private func schedule(at deadline: Double, on channel: any Channel) {
         timer?.cancel()
+        timerDeadline = deadline
+        let bound = NIOLoopBound(self, eventLoop: channel.eventLoop)
+        let delay = max(0, deadline - Self.now) + 0.01
+        timer = channel.eventLoop.scheduleTask(in: .nanoseconds(Int64(delay * 1e9))) { bound.value.fire() }
+    }
+
+    private func fire() {
         timer = nil
-        channel.close(promise: nil)
+        timerDeadline = .infinity
+        guard !stopped, let channel else { return }
+        if case .close(let reason) = state.verdict(now: Self.now) {
+            logger.debug("closing a connection", metadata: ["reason": .string(reason)])
+            channel.close(promise: nil)
+        } else if let deadline = state.nextDeadline {
+            schedule(at: deadline, on: channel)
+        }
     }
 }
 
@@ -65,8 +85,8 @@ final class ConnectionGuard {
 final class ByteGuard: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
-    typealias OutboundIn = ByteBuffer
-    typealias OutboundOut = ByteBuffer
+    typealias OutboundIn = IOData
+    typealias OutboundOut = IOData
 
     let guarding: ConnectionGuard
 
@@ -98,16 +118,26 @@ final class ByteGuard: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
+    /// Counts the bytes until the socket takes them (the registry's output budget), and marks write progress.
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        let bytes = unwrapOutboundIn(data).readableBytes
         let done = promise ?? context.eventLoop.makePromise()
         let bound = NIOLoopBound(guarding, eventLoop: context.eventLoop)
-        done.futureResult.whenSuccess { bound.value.state.writeCompleted(now: ConnectionGuard.now) }
+        let channel = context.channel
+        let registry = guarding.registry
+        registry.wrote(channel, bytes: bytes)
+        done.futureResult.whenComplete { result in
+            registry.written(channel, bytes: bytes)
+            if case .success = result { bound.value.state.writeCompleted(now: ConnectionGuard.now) }
+        }
         context.write(data, promise: done)
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
         let writable = context.channel.isWritable
         guarding.state.writabilityChanged(writable, now: ConnectionGuard.now)
+        guarding.registry.setStalled(context.channel, !writable)
+        guarding.changed()
         if writable && guarding.heldRead {
             guarding.heldRead = false
             context.read()

@@ -115,6 +115,21 @@ struct ConnectionGuardState: Equatable {
         }
     }
 
+    /// When ``verdict(now:)`` may next say close: the end of the idle or header time, or of the write time while
+    /// the socket is full; nil while every request read is being answered and the socket takes writes.
+    var nextDeadline: Double? {
+        let write: Double? = isWritable ? nil : lastWriteProgress + limits.writeTimeout
+        let read: Double?
+        switch phase {
+        case .idle: read = since + limits.idleTimeout
+        case .reading: read = since + limits.headerTimeout
+        case .answering: read = nil
+        }
+        guard let write else { return read }
+        guard let read else { return write }
+        return min(write, read)
+    }
+
     /// Whether the connection may be closed to make room for a new one: it waits for, or is half-way through
     /// receiving, a request, and owes no answer.
     var isEvictable: Bool { phase != .answering && answering == 0 }
