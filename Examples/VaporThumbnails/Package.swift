@@ -27,6 +27,7 @@ let package = Package(
             name: "VaporThumbnailsTests",
             dependencies: [
                 "VaporThumbnailsApp",
+                .product(name: "ImageCore", package: "WebImage"),
                 .product(name: "ImageService", package: "WebImage"),
                 .product(name: "PNGCoder", package: "WebImage"),
                 .product(name: "VaporTesting", package: "vapor"),

@@ -1,4 +1,5 @@
 import Foundation
+import ImageCore
 import ImageService
 import NIOCore
 import NIOPosix
