@@ -20,6 +20,6 @@ if [ -f "$artifacts" ]; then echo "gallery screenshot: $artifacts"; fi
 if [ "${SKIP_HOSTILE:-0}" != "1" ]; then
     bin=$($swift build "${scratch[@]}" --show-bin-path)
     start=$SECONDS
-    timeout 600 /usr/bin/python3 Hostile/hostile.py "$bin/thumbnail-server"
+    timeout 600 /usr/bin/python3 -B Hostile/hostile.py "$bin/thumbnail-server"
     echo "hostile suite: $((SECONDS - start)) s"
 fi

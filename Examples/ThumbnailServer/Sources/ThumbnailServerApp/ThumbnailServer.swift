@@ -25,8 +25,10 @@ public struct ThumbnailServer: Sendable {
     public let readiness: Readiness
     /// The port of the metrics listener once it runs (useful with port 0).
     public let metricsPort: MetricsPort
-    /// The open connections and the bytes of answers waiting for their sockets.
+    /// The open connections.
     public let connections: ConnectionRegistry
+    /// The bytes of answers being written.
+    public let output: OutputBudget
     let configuration: ThumbnailServerConfiguration
 
     /// Builds the server from `configuration`.
@@ -52,11 +54,11 @@ public struct ThumbnailServer: Sendable {
             let files = FileLimit.raiseToHard()
             if files > 512 { limits.maxConnections = min(limits.maxConnections, Int(clamping: files - 256)) }
         }
-        let connections = ConnectionRegistry(
-            maxConnections: limits.maxConnections, maxPendingOutput: configuration.maxPendingOutputBytes)
+        let connections = ConnectionRegistry(maxConnections: limits.maxConnections)
         metrics.connectionCount.withLock { $0 = { connections.count } }
 
-        let route = ThumbnailRoute(service: service)
+        let output = OutputBudget(limit: configuration.maxPendingOutputBytes)
+        let route = ThumbnailRoute(service: service, output: output)
         let router = Router()
         router.add(middleware: RequestLogMiddleware())
         router.get("/thumbnail") { request, context in await route.respond(to: request, logger: context.logger) }
@@ -96,6 +98,7 @@ public struct ThumbnailServer: Sendable {
         self.readiness = readiness
         self.metricsPort = metricsPort
         self.connections = connections
+        self.output = output
         self.configuration = configuration
     }
 

@@ -156,6 +156,9 @@ struct ConfigurationSetting: Sendable {
         .init(name: "MAX_CONNECTIONS", key: "maxConnections") {
             $0.connectionLimits.maxConnections = try int($1, "MAX_CONNECTIONS", min: 1)
         },
+        .init(name: "MAX_PIPELINED", key: "maxPipelined") {
+            $0.connectionLimits.maxPipelined = try int($1, "MAX_PIPELINED", min: 1)
+        },
         .init(name: "MAX_PENDING_OUTPUT_MB", key: "maxPendingOutputMB") {
             $0.maxPendingOutputBytes = try megabytes($1, "MAX_PENDING_OUTPUT_MB")
         },

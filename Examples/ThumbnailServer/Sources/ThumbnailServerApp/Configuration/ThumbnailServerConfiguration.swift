@@ -100,8 +100,8 @@ public struct ThumbnailServerConfiguration: Sendable {
     public var drainSeconds = 0.0
     /// The limits of each connection: idle, header and write timeouts, and the connection cap.
     public var connectionLimits = ConnectionLimits()
-    /// Bytes of answers waiting for their sockets across every connection (default 32 MiB): past it, the
-    /// connections whose clients have not read the longest are closed, so clients that don't read can't pin more.
+    /// Bytes of answers being written at once across every connection (default 32 MiB): an answer beyond it is not
+    /// written and its connection is closed, so clients that don't read can't pin more than this.
     public var maxPendingOutputBytes = 32 << 20
     /// Raise the soft limit on open files to the hard limit at start (default on).
     public var raisesFileLimit = true

@@ -118,25 +118,17 @@ final class ByteGuard: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
-    /// Counts the bytes until the socket takes them (the registry's output budget), and marks write progress.
+    /// Marks write progress (the write timeout counts from the last write the socket took).
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        let bytes = unwrapOutboundIn(data).readableBytes
         let done = promise ?? context.eventLoop.makePromise()
         let bound = NIOLoopBound(guarding, eventLoop: context.eventLoop)
-        let channel = context.channel
-        let registry = guarding.registry
-        registry.wrote(channel, bytes: bytes)
-        done.futureResult.whenComplete { result in
-            registry.written(channel, bytes: bytes)
-            if case .success = result { bound.value.state.writeCompleted(now: ConnectionGuard.now) }
-        }
+        done.futureResult.whenSuccess { bound.value.state.writeCompleted(now: ConnectionGuard.now) }
         context.write(data, promise: done)
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
         let writable = context.channel.isWritable
         guarding.state.writabilityChanged(writable, now: ConnectionGuard.now)
-        guarding.registry.setStalled(context.channel, !writable)
         guarding.changed()
         if writable && guarding.heldRead {
             guarding.heldRead = false
@@ -159,7 +151,13 @@ final class RequestGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
-        case .head: guarding.state.headRead(now: ConnectionGuard.now)
+        case .head:
+            guarding.state.headRead(now: ConnectionGuard.now)
+            if guarding.state.isOverPipelined {
+                guarding.logger.debug("closing a connection: too many pipelined requests")
+                context.close(promise: nil)
+                return
+            }
         case .end: guarding.state.endRead(now: ConnectionGuard.now)
         case .body: break
         }

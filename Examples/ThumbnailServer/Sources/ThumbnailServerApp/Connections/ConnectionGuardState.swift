@@ -8,15 +8,21 @@ public struct ConnectionLimits: Sendable, Equatable {
     public var writeTimeout: Double
     /// Connections at once; beyond it the oldest idle or half-sent one is closed (else the new one).
     public var maxConnections: Int
+    /// Requests a connection may have read and not yet answered (HTTP/1.1 pipelining); a connection with more is
+    /// closed: each would make an answer the server holds until its client reads, and a client that pipelines
+    /// deeply without reading is an attack (browsers don't pipeline).
+    public var maxPipelined: Int
 
     /// Creates limits.
     public init(
-        idleTimeout: Double = 60, headerTimeout: Double = 10, writeTimeout: Double = 30, maxConnections: Int = 10_000
+        idleTimeout: Double = 60, headerTimeout: Double = 10, writeTimeout: Double = 30, maxConnections: Int = 10_000,
+        maxPipelined: Int = 4
     ) {
         self.idleTimeout = idleTimeout
         self.headerTimeout = headerTimeout
         self.writeTimeout = writeTimeout
         self.maxConnections = maxConnections
+        self.maxPipelined = maxPipelined
     }
 }
 
@@ -129,6 +135,9 @@ struct ConnectionGuardState: Equatable {
         guard let read else { return write }
         return min(write, read)
     }
+
+    /// Whether more requests were read than ``ConnectionLimits/maxPipelined`` allows unanswered.
+    var isOverPipelined: Bool { answering > max(1, limits.maxPipelined) }
 
     /// Whether the connection may be closed to make room for a new one: it waits for, or is half-way through
     /// receiving, a request, and owes no answer.
