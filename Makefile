@@ -59,7 +59,7 @@ soak: deps
 ## API documentation (swift-docc-plugin): one DocC archive per product plus a combined one, in
 ## .build/plugins/Swift-DocC/outputs (combined: WebImage.doccarchive; per product: intermediates/). Combined mode
 ## lets a catalog link to another product's symbols with a leading slash (``/ImageCore/ImageError``).
-DOC_TARGETS = ImageCore PNGCoder JPEGCoder WebPCoder GIFCoder AVIFCoder HEIFCoder JXLCoder ColorManagement MemoryCache DiskCache HTTPLoader RedisCache ImageTransformers WebImage
+DOC_TARGETS = ImageCore PNGCoder JPEGCoder WebPCoder GIFCoder AVIFCoder HEIFCoder JXLCoder ColorManagement MemoryCache DiskCache HTTPLoader RedisCache ImageTransformers WebImage ImageServiceQuery ImageService
 ## Fails when DocC warns about a catalog page (a broken link, an unknown topic).
 docs: deps
 	@mkdir -p .build

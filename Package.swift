@@ -23,6 +23,11 @@ let package = Package(
         .library(name: "ImageTransformers", targets: ["ImageTransformers"]),
         .library(name: "RedisCache", targets: ["RedisCache"]),
         .library(name: "WebImage", targets: ["WebImage"]),
+        // The thumbnail service as a library (issue 33): request in, response out; no web framework. Adapters
+        // (Hummingbird, Vapor) live in Examples/. ImageServiceQuery is its request parsing alone (no NIO, no
+        // crypto), for the fuzz target.
+        .library(name: "ImageService", targets: ["ImageService"]),
+        .library(name: "ImageServiceQuery", targets: ["ImageServiceQuery"]),
         .executable(name: "webimage-demo", targets: ["WebImageDemo"]),
         .executable(name: "image-soak", targets: ["ImageSoak"]),
     ],
@@ -36,6 +41,9 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),  // `make docs` only
         // Property tests (issue 21): random inputs through Swift Testing, the seed of a failure printed.
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
+        // ImageService only: the request/response vocabulary both Hummingbird and Vapor speak, and spans per stage.
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
     ],
     targets: [
         // MARK: Core (Foundation and the standard library only)
@@ -134,6 +142,23 @@ let package = Package(
         // MARK: Transformers
         .target(name: "ImageTransformers", dependencies: ["ImageCore"], path: "Plugins/ImageTransformers"),
 
+        // MARK: The thumbnail service (issue 33)
+        .target(name: "ImageServiceQuery", dependencies: ["ImageCore"], path: "Plugins/ImageService/Query"),
+        .target(
+            name: "ImageService",
+            dependencies: [
+                "ImageServiceQuery", "ImageCore", "PNGCoder", "JPEGCoder", "WebPCoder", "GIFCoder", "AVIFCoder",
+                "HEIFCoder", "ColorManagement", "ImageTransformers", "DiskCache", "RedisCache", "HTTPLoader",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            path: "Plugins/ImageService/Service"),
+
         // MARK: Umbrella and demo
         .target(
             name: "WebImage",
@@ -227,6 +252,17 @@ let package = Package(
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]),
         .testTarget(name: "WebImageTests", dependencies: ["WebImage", "ImageTestSupport"]),
+        .testTarget(
+            name: "ImageServiceTests",
+            dependencies: [
+                "ImageService", "ImageServiceQuery", "ImageTestSupport", "PNGCoder",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -31,8 +31,7 @@ let package = Package(
     name: "WebImageFuzz",
     platforms: [.macOS(.v15)],
     dependencies: [
-        .package(name: "WebImage", path: ".."),
-        .package(name: "ThumbnailServer", path: "../Examples/ThumbnailServer"),
+        .package(name: "WebImage", path: "..")
     ],
     targets: [
         .target(name: "FuzzSupport", dependencies: sdk, path: "Sources/FuzzSupport"),
@@ -50,7 +49,8 @@ let package = Package(
         fuzzTarget("http-headers", product: "HTTPLoader"),
         fuzzTarget("disk-entry", product: "DiskCache"),
         fuzzTarget("resp-decode", product: "RedisCache"),
-        fuzzTarget("thumbnail-query", [.product(name: "ThumbnailQuery", package: "ThumbnailServer")]),
+        // ImageService's request parsing (ImageServiceQuery: no NIO, no crypto).
+        fuzzTarget("thumbnail-query", product: "ImageServiceQuery"),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -20,7 +20,7 @@ $swift build --build-tests
 # stalling server), which the CPU-heavy coder and conformance suites would disturb on a 2-core machine.
 targets=(ImageCoreTests HTTPLoaderTests MemoryCacheTests DiskCacheTests PNGCoderTests JPEGCoderTests
     WebPCoderTests GIFCoderTests AVIFCoderTests HEIFCoderTests JXLCoderTests ColorManagementTests CoderConformanceTests
-    ImageTransformersTests WebImageTests RedisCacheTests)
+    ImageTransformersTests WebImageTests RedisCacheTests ImageServiceTests)
 # Every test target of Package.swift runs: a target missing from the list above fails the run (and one listed but
 # not in the package, say on a branch that has not merged it yet, is skipped).
 declared=$($swift package dump-package | /usr/bin/python3 -c \

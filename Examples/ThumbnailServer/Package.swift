@@ -5,9 +5,7 @@ let package = Package(
     name: "ThumbnailServer",
     platforms: [.macOS(.v15)],
     products: [
-        .executable(name: "thumbnail-server", targets: ["ThumbnailServer"]),
-        // The request parsers alone (no Hummingbird), for the fuzz target in ../../Fuzz.
-        .library(name: "ThumbnailQuery", targets: ["ThumbnailQuery"]),
+        .executable(name: "thumbnail-server", targets: ["ThumbnailServer"])
     ],
     dependencies: [
         .package(name: "WebImage", path: "../.."),
@@ -17,42 +15,35 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
     ],
     targets: [
-        // What the server reads from a request, as pure values: the options, the source policy's host and address
-        // rules, Accept, the conditional headers. No NIO, no crypto: the fuzz target builds it alone.
-        .target(
-            name: "ThumbnailQuery",
-            dependencies: [
-                .product(name: "ImageCore", package: "WebImage"),
-                .product(name: "ImageTransformers", package: "WebImage"),
-            ]),
         // The server as a library, so the tests can build and run it.
         .target(
             name: "ThumbnailServerApp",
             dependencies: [
-                "ThumbnailQuery",
+                // The service itself (signing, policy, caches, admission, deadlines): the SDK's ImageService.
+                .product(name: "ImageService", package: "WebImage"),
                 .product(name: "WebImage", package: "WebImage"),
-                .product(name: "RedisCache", package: "WebImage"),
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]),
         .executableTarget(name: "ThumbnailServer", dependencies: ["ThumbnailServerApp"]),
         .testTarget(
             name: "ThumbnailServerTests",
             dependencies: [
-                "ThumbnailServerApp", "ThumbnailQuery",
+                "ThumbnailServerApp",
+                .product(name: "ImageService", package: "WebImage"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),

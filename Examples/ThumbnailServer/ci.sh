@@ -4,6 +4,8 @@
 # REQUIRE_REDIS=1 makes a missing redis-server fail), and the gallery in headless Chromium (REQUIRE_CHROMIUM=1
 # likewise), whose screenshot is kept at .build/test-artifacts/gallery.png. Serial, because several tests count
 # work and time (the herd, the queue, deadlines) and a 2-core machine running them side by side would blur both.
+# Then the hostile-client suite (Hostile/hostile.py) against the server as built here (debug): it prints its
+# figures and fails when one misses its bound. SKIP_HOSTILE=1 leaves it out.
 set -euo pipefail
 cd "$(dirname "$0")"
 swift=${SWIFT:-swift}
@@ -15,3 +17,9 @@ timeout 2400 $swift build "${scratch[@]}" --build-tests
 timeout 600 $swift test "${scratch[@]}" --skip-build --no-parallel
 artifacts=${EXAMPLES_SCRATCH:-$PWD/.build}/test-artifacts/gallery.png
 if [ -f "$artifacts" ]; then echo "gallery screenshot: $artifacts"; fi
+if [ "${SKIP_HOSTILE:-0}" != "1" ]; then
+    bin=$($swift build "${scratch[@]}" --show-bin-path)
+    start=$SECONDS
+    timeout 600 /usr/bin/python3 -B Hostile/hostile.py "$bin/thumbnail-server"
+    echo "hostile suite: $((SECONDS - start)) s"
+fi

@@ -1,11 +1,11 @@
 import Foundation
 import ImageCore
-import ThumbnailQuery
+import ImageServiceQuery
 
-/// libFuzzer entry point for what ThumbnailServer reads from a request.
+/// libFuzzer entry point for what ImageService reads from a request and from an origin's answer.
 ///
 /// The input (UTF-8, invalid bytes replaced) is split at newlines into a raw query string, an `Accept` value, an
-/// `If-None-Match` value and allowlist entries. Parsing must return or throw its typed error, and what it accepts
+/// `If-None-Match` value (also read as a `Cache-Control` and an `Expires`) and allowlist entries. Parsing must return or throw its typed error, and what it accepts
 /// must hold the promises the server relies on: a source that re-parses to itself, an http(s) scheme, a host that
 /// an allowlist naming it admits, a box within the limits; an address that prints and parses back to itself.
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -51,6 +51,15 @@ public func fuzz(_ bytes: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
     _ = ContentNegotiation.encoding(accept: accept, canEncodeAVIF: true)
     _ = ContentNegotiation.encoding(accept: accept, canEncodeAVIF: false)
     let etag = field(2) ?? ""
+    // Freshness from hostile response headers: a lifetime is never negative, and reuse stays in the clamp.
+    let now = Date(timeIntervalSince1970: 1_800_000_000)
+    let headers = ["cache-control": etag, "expires": etag, "age": accept ?? "", "date": field(3) ?? ""]
+    if let lifetime = FreshnessPolicy.ownLifetime(headers: headers, now: now), !(lifetime >= 0) {
+        fatalError("a negative or NaN lifetime \(lifetime) from \(headers)")
+    }
+    let policy = FreshnessPolicy(minimumTTL: 5, maximumTTL: 600)
+    let reuse = policy.freshness(headers: headers, now: now).reuseUntil.timeIntervalSince(now)
+    guard reuse >= 5 && reuse <= 600 else { fatalError("reuse \(reuse) s outside the clamp for \(headers)") }
     _ = ConditionalRequest.isNotModified(ifNoneMatch: etag, ifModifiedSince: accept, etag: "\"abc\"", lastModified: nil)
     if !etag.isEmpty, !etag.contains(","), etag.trimmingCharacters(in: .whitespaces) == etag,
         !ConditionalRequest.matches(ifNoneMatch: etag, etag: etag)

@@ -1,6 +1,6 @@
 import Foundation
+import ImageService
 import Logging
-import ThumbnailQuery
 import ThumbnailServerApp
 
 #if canImport(Glibc)

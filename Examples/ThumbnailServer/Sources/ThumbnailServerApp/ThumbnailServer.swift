@@ -1,28 +1,35 @@
-import DiskCache
 import Foundation
-import HTTPLoader
 import Hummingbird
 import ImageCore
+import ImageService
 import Logging
-import RedisCache
 import ServiceLifecycle
-import ThumbnailQuery
-import WebImage
 
-/// The thumbnail server: the HTTP application and what the tests and `main` need to reach inside it.
+/// The thumbnail server: an ``ImageService/ImageService`` behind Hummingbird, plus what a process needs around it —
+/// configuration, connection limits, health, metrics, logs and a graceful shutdown.
 ///
-/// Routes: `GET /thumbnail` (``ThumbnailRoute``), `GET /health` (200 while the process serves), `GET /ready`
-/// (200 while it takes traffic, 503 once draining), and with samples on, `GET /samples/{name}` and the gallery at
-/// `/`. Prometheus `/metrics` is served on its own listener (``ThumbnailServerConfiguration/metricsPort``).
+/// Routes: `GET /thumbnail` (the service: ``ThumbnailRoute``), `GET /health` (200 while the process serves),
+/// `GET /ready` (200 while it takes traffic, 503 once draining), and with samples on, `GET /samples/{name}` and
+/// the gallery at `/`. Prometheus `/metrics` is served on its own listener
+/// (``ThumbnailServerConfiguration/metricsPort``). Every connection is guarded (``ConnectionGuard``): idle, header
+/// and write timeouts, a cap that evicts idle and half-sent connections, and no reading from a client that does
+/// not read its answers.
 public struct ThumbnailServer: Sendable {
     /// The HTTP application (run it, or test it with HummingbirdTesting).
     public let application: Application<RouterResponder<BasicRequestContext>>
+    /// The service behind `/thumbnail`.
+    public let service: ImageService
     /// The metrics (also rendered on the metrics port).
     public let metrics: ServerMetrics
     /// Whether `/ready` answers 200; ``DrainGate`` turns it off at shutdown.
     public let readiness: Readiness
     /// The port of the metrics listener once it runs (useful with port 0).
     public let metricsPort: MetricsPort
+    /// The open connections.
+    public let connections: ConnectionRegistry
+    /// The bytes of answers being written.
+    public let output: OutputBudget
+    let configuration: ThumbnailServerConfiguration
 
     /// Builds the server from `configuration`.
     ///
@@ -31,81 +38,31 @@ public struct ThumbnailServer: Sendable {
     public init(
         _ configuration: ThumbnailServerConfiguration, logger: Logger = Logger(label: "thumbnail-server")
     ) async throws {
-        let setup = try Setup(configuration)
-        for coder: any ImageCoder in [
-            PNGCoder.shared, JPEGCoder.shared, WebPCoder.shared, GIFCoder.shared, AVIFCoder.shared, HEIFCoder.shared,
-        ] {
-            CodersManager.shared.addCoder(coder)
-        }
-        // Sources with an ICC profile (or CMYK) are converted to sRGB at decode (SourceLimits.decodeOptions).
-        ColorConversion.register(LCMSColorConverter.shared)
         let metrics = ServerMetrics()
         let readiness = Readiness()
         let metricsPort = MetricsPort()
-        let directory =
-            configuration.cacheDirectory ?? DiskCacheConfiguration.defaultDirectory(namespace: "thumbnail-server")
-        func disk(_ name: String, bytes: Int) -> DiskCache? {
-            guard bytes > 0 else { return nil }
-            var disk = DiskCacheConfiguration(
-                directory: directory.appendingPathComponent(name, isDirectory: true), maxDiskSize: bytes,
-                maxEntrySize: max(configuration.maxSourceBytes, 1 << 20))
-            disk.metricsFactory = metrics.factory
-            disk.metricsPrefix = "thumbnail_\(name)_disk"
-            disk.logger = logger
-            return DiskCache(configuration: disk)
+        let service: ImageService
+        do {
+            service = try ImageService(
+                configuration: configuration.service(logger: logger, metricsFactory: metrics.factory))
+        } catch let error as ImageServiceConfigurationError {
+            throw ConfigurationError(error.message)
         }
-        let redis = try configuration.redis.map { urls in
-            var redis = try RedisCacheConfiguration(urlList: urls)
-            redis.keyPrefix = configuration.redisKeyPrefix
-            redis.fleetCoalescing = .init()
-            redis.maxEntryBytes = max(redis.maxEntryBytes, configuration.maxSourceBytes)
-            redis.metricsFactory = metrics.factory
-            redis.metricsPrefix = "thumbnail_redis"
-            redis.logger = logger
-            return RedisCache(configuration: redis)
+        var limits = configuration.connectionLimits
+        if configuration.raisesFileLimit {
+            // Room for the connections and for the origin transfers, files and Redis connections beside them.
+            let files = FileLimit.raiseToHard()
+            if files > 512 { limits.maxConnections = min(limits.maxConnections, Int(clamping: files - 256)) }
         }
-        let results = LayeredCache(
-            kind: .result, memory: BytesMemoryCache(limit: configuration.resultMemoryBytes),
-            disk: disk("results", bytes: configuration.resultDiskBytes), redis: redis, metrics: metrics)
-        let sources = LayeredCache(
-            kind: .source, memory: BytesMemoryCache(limit: configuration.sourceMemoryBytes),
-            disk: disk("sources", bytes: configuration.sourceDiskBytes), redis: redis, metrics: metrics)
+        let connections = ConnectionRegistry(maxConnections: limits.maxConnections)
+        metrics.connectionCount.withLock { $0 = { connections.count } }
 
-        var loader = HTTPLoaderConfiguration()
-        loader.maximumResponseSize = configuration.maxSourceBytes
-        loader.timeout = configuration.originTimeout
-        loader.maximumTransferDuration = configuration.originTimeout
-        loader.maxConcurrentDownloads = max(8, configuration.workers)
-        loader.acceptedFormats = [.avif, .webp, .png, .jpeg, .gif]
-        loader.metricsFactory = metrics.factory
-        loader.metricsPrefix = "thumbnail_origin_http"
-        loader.logger = logger
-        let clients = OriginClients(
-            capacity: 64, loaderConfiguration: loader, connectTimeout: configuration.originTimeout)
-        let fetcher = OriginFetcher(
-            allowlist: setup.allowlist, addressPolicy: setup.addressPolicy,
-            resolver: configuration.resolver ?? SystemResolver(ttl: configuration.dnsCacheSeconds), clients: clients,
-            maxRedirects: configuration.maxRedirects, onRequest: { metrics.originRequests.increment() })
-        let workers = WorkerPool(workers: configuration.workers, queueLimit: configuration.queueLimit) {
-            running, waiting in
-            metrics.inFlight.set(Double(running))
-            metrics.queueDepth.set(Double(waiting))
-        }
-        let renderer = Renderer(
-            coders: CodersManager.shared, pool: WorkPool.cpu,
-            limits: SourceLimits(maxPixels: configuration.maxSourcePixels, maxFrames: configuration.maxSourceFrames),
-            encoding: configuration.encoding)
-        let pipeline = ThumbnailPipeline(
-            results: results, sources: sources, fetcher: fetcher, renderer: renderer, workers: workers, metrics: metrics
-        )
-        let route = ThumbnailRoute(
-            signer: setup.signer, allowUnsigned: configuration.allowUnsigned, parser: setup.parser, pipeline: pipeline,
-            cacheControl: configuration.cacheControl, requestTimeout: configuration.requestTimeout,
-            canEncodeAVIF: CodersManager.shared.canEncode(to: .avif), metrics: metrics)
-
+        let output = OutputBudget(limit: configuration.maxPendingOutputBytes)
+        let route = ThumbnailRoute(service: service, output: output)
         let router = Router()
         router.add(middleware: RequestLogMiddleware())
         router.get("/thumbnail") { request, context in await route.respond(to: request, logger: context.logger) }
+        router.head("/thumbnail") { request, context in await route.respond(to: request, logger: context.logger) }
         router.get("/health") { _, _ in
             Response(status: .ok, body: ResponseBody(byteBuffer: ByteBuffer(string: "ok\n")))
         }
@@ -115,13 +72,12 @@ public struct ThumbnailServer: Sendable {
                 : Response(
                     status: .serviceUnavailable, body: ResponseBody(byteBuffer: ByteBuffer(string: "not ready\n")))
         }
+        let galleryOrigin = GalleryOrigin(configured: configuration.publicURL, host: configuration.host)
         if configuration.servesSamples {
-            try await SampleRoutes.add(
-                to: router, metrics: metrics, host: configuration.host, port: configuration.port,
-                signer: setup.signer.keyCount > 0 ? setup.signer : nil)
+            try await SampleRoutes.add(to: router, metrics: metrics, origin: galleryOrigin, service: service)
         }
 
-        var services: [any Service] = [ResourcesService(clients: clients, redis: redis.map { [$0] } ?? [])]
+        var services: [any Service] = [ResourcesService(service: service)]
         if let port = configuration.metricsPort {
             services.append(
                 MetricsEndpoint.application(
@@ -129,76 +85,33 @@ public struct ThumbnailServer: Sendable {
                     onRunning: { metricsPort.set($0) }))
         }
         self.application = Application(
-            router: router, configuration: .init(address: .hostname(configuration.host, port: configuration.port)),
+            router: router, server: .guardedHTTP1(limits: limits, registry: connections, logger: logger),
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port)),
             services: services,
-            onServerRunning: { _ in readiness.set(true) },
+            onServerRunning: { channel in
+                if let port = channel.localAddress?.port { galleryOrigin.bound(port: port) }
+                readiness.set(true)
+            },
             logger: logger)
+        self.service = service
         self.metrics = metrics
         self.readiness = readiness
         self.metricsPort = metricsPort
+        self.connections = connections
+        self.output = output
+        self.configuration = configuration
     }
 
     /// Runs the server until SIGTERM or SIGINT, then drains: `/ready` turns 503, after `drainSeconds` the listener
-    /// closes, requests in flight complete, and the clients and caches shut down.
+    /// closes, requests in flight complete (each by its deadline), connections still open a request deadline later
+    /// are closed, and the service shuts down. The process can exit within `drainSeconds` + the request deadline.
     public func run(drainSeconds: Double, logger: Logger) async throws {
+        let gate = DrainGate(
+            readiness: readiness, drainSeconds: drainSeconds, requestTimeout: configuration.requestTimeout,
+            connections: connections, logger: logger)
         let group = ServiceGroup(
             configuration: .init(
-                services: [application, DrainGate(readiness: readiness, drainSeconds: drainSeconds, logger: logger)],
-                gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+                services: [application, gate], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
-    }
-}
-
-/// What the configuration turns into before anything is started; every check that can fail is here.
-struct Setup {
-    let signer: URLSigner
-    let allowlist: HostAllowlist
-    let addressPolicy: AddressPolicy
-    let parser: OptionsParser
-
-    init(_ configuration: ThumbnailServerConfiguration) throws {
-        do {
-            signer = try URLSigner(encodedKeys: configuration.signingKeys)
-        } catch {
-            throw ConfigurationError(error.message)
-        }
-        guard signer.keyCount > 0 || configuration.allowUnsigned else {
-            throw ConfigurationError(
-                "no SIGNING_KEYS: give at least one key, or set ALLOW_UNSIGNED=1 to serve unsigned requests")
-        }
-        do {
-            allowlist = try HostAllowlist(configuration.allowedHosts)
-        } catch {
-            throw ConfigurationError("ALLOWED_HOSTS: \(error.message)")
-        }
-        var ranges: [AddressRange] = []
-        for text in configuration.allowedAddresses {
-            guard let range = AddressRange(text) else {
-                throw ConfigurationError("ALLOWED_ADDRESSES: \(text) is not an address or a CIDR block")
-            }
-            ranges.append(range)
-        }
-        addressPolicy = AddressPolicy(allowing: ranges)
-        let presets: Presets
-        do {
-            presets = try Presets(configuration.presets)
-        } catch {
-            throw ConfigurationError("PRESETS: \(error.message)")
-        }
-        parser = OptionsParser(
-            limits: .init(
-                maxSide: configuration.maxThumbnailSide, allowedWidths: Set(configuration.allowedWidths),
-                allowedHeights: Set(configuration.allowedHeights), maxDPR: configuration.maxDPR,
-                allowsAnimation: configuration.allowAnimation, presetsOnly: configuration.presetsOnly),
-            presets: presets)
-        // Every preset's values must be valid (a preset may leave the size to others it is combined with).
-        let checker = OptionsParser(limits: .init(maxSide: Int.max, maxDPR: .greatestFiniteMagnitude), presets: presets)
-        for name in presets.names {
-            do {
-                _ = try checker.parse([("url", "http://preset.check/"), ("preset", name)])
-            } catch  where error.message != OptionsParser.Invalid.missingSize.message {
-                throw ConfigurationError("PRESETS: preset \(name): \(error.message)")
-            } catch {}
-        }
     }
 }

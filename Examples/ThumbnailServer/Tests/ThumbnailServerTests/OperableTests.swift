@@ -1,6 +1,6 @@
 import Foundation
+import ImageService
 import Testing
-import ThumbnailQuery
 import WebImage
 
 @testable import ThumbnailServerApp
@@ -38,7 +38,8 @@ import WebImage
         }
     }
 
-    /// A request that outlives its deadline gets 504; the work it started still fills the cache for the next one.
+    /// A request that outlives its deadline gets 504, and its work stops with it: nothing it started is left
+    /// running or half-stored, so the next request fetches the source again.
     @Test func requestsHaveADeadline() async throws {
         let origin = TestOrigin(["/slow.jpg": .init(data: try TestImages.jpeg(width: 64, height: 64), delay: 1.0)])
         try await Live.withOrigin(origin) { originBase, _ in
@@ -47,10 +48,11 @@ import WebImage
                 let late = try await Live.get(url)
                 #expect(late.status == 504)
                 #expect(server.metrics.value("thumbnail_rejected_total", ["reason": "deadline"]) == 1)
-                try await Task.sleep(for: .milliseconds(1200))
-                let cached = try await Live.get(url)
-                #expect(cached.status == 200)
-                #expect(origin.hits("/slow.jpg") == 1)
+                #expect(server.metrics.value("thumbnail_in_flight") == 0)
+                origin.set("/slow.jpg", .init(data: try TestImages.jpeg(width: 64, height: 64)))
+                let next = try await Live.get(url)
+                #expect(next.status == 200)
+                #expect(origin.hits("/slow.jpg") == 2)
             }
         }
     }
@@ -104,4 +106,59 @@ import WebImage
             }
         }
     }
+}
+
+/// The connection guard's rules as a pure state machine: which limit closes a connection, and when one may be
+/// evicted to make room.
+@Suite struct ConnectionGuardStateTests {
+    let limits = ConnectionLimits(idleTimeout: 60, headerTimeout: 10, writeTimeout: 30, maxConnections: 10)
+
+    @Test func idleThenHeaderTimeouts() {
+        var state = ConnectionGuardState(limits: limits, now: 0)
+        #expect(state.verdict(now: 59) == .keep)
+        #expect(state.verdict(now: 61).isClose, "idle too long")
+        state.bytesRead(now: 55)
+        #expect(state.verdict(now: 61) == .keep, "a request began: the header timeout applies, from its first byte")
+        #expect(state.verdict(now: 65.5).isClose)
+        state.headRead(now: 56)
+        #expect(state.verdict(now: 65.5).isClose, "the body must arrive within the same 10 s")
+        state.endRead(now: 57)
+        #expect(state.verdict(now: 500) == .keep, "answering: no read timeout")
+        #expect(!state.isEvictable)
+        state.answerEnded(now: 600)
+        #expect(state.isEvictable)
+        #expect(state.verdict(now: 659) == .keep && state.verdict(now: 661).isClose)
+    }
+
+    @Test func writeTimeoutOnlyWhileTheSocketIsFull() {
+        var state = ConnectionGuardState(limits: limits, now: 0)
+        state.bytesRead(now: 0)
+        state.headRead(now: 0)
+        state.endRead(now: 0)
+        state.writabilityChanged(false, now: 1)
+        #expect(state.verdict(now: 30) == .keep)
+        state.writeCompleted(now: 20)
+        #expect(state.verdict(now: 49) == .keep)
+        #expect(state.verdict(now: 51).isClose)
+        state.writabilityChanged(true, now: 52)
+        #expect(state.verdict(now: 200) == .keep)
+    }
+
+    @Test func pipelinedRequestsKeepTheConnectionAnswering() {
+        var state = ConnectionGuardState(limits: limits, now: 0)
+        state.bytesRead(now: 0)
+        for _ in 0..<3 {
+            state.headRead(now: 0)
+            state.endRead(now: 0)
+        }
+        state.answerEnded(now: 1)
+        state.answerEnded(now: 2)
+        #expect(state.phase == .answering && !state.isEvictable)
+        state.answerEnded(now: 3)
+        #expect(state.phase == .idle && state.isEvictable)
+    }
+}
+
+extension ConnectionGuardState.Verdict {
+    var isClose: Bool { if case .close = self { true } else { false } }
 }

@@ -1,6 +1,6 @@
 import Foundation
+import ImageService
 import Testing
-import ThumbnailQuery
 import WebImage
 
 @testable import ThumbnailServerApp

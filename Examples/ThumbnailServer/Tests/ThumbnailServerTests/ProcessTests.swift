@@ -1,8 +1,8 @@
 import Foundation
 import Hummingbird
 import HummingbirdTesting
+import ImageService
 import Testing
-import ThumbnailQuery
 import WebImage
 
 @testable import ThumbnailServerApp
@@ -168,6 +168,7 @@ import WebImage
         try await Live.withServer({
             $0.allowUnsigned = false
             $0.signingKeys = ["00112233445566778899aabbccddeeff"]
+            $0.servesSamples = true
         }) { _, base in
             let page = base + "/"
             let browser = [

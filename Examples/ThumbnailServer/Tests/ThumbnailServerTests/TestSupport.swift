@@ -3,12 +3,12 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import ImageService
 import Logging
 import NIOCore
 import NIOHTTP1
 import Synchronization
 import Testing
-import ThumbnailQuery
 import WebImage
 
 @testable import ThumbnailServerApp

@@ -108,11 +108,21 @@ struct ConfigurationSetting: Sendable {
             }
         },
         .init(name: "PROGRESSIVE_JPEG", key: "progressiveJPEG") {
-            $0.encoding.progressiveJPEG = try bool($1, "PROGRESSIVE_JPEG")
+            $0.progressiveJPEG = try bool($1, "PROGRESSIVE_JPEG")
         },
         .init(name: "MAX_AGE", key: "maxAge") { $0.cacheControl.maxAge = try int($1, "MAX_AGE") },
         .init(name: "STALE_WHILE_REVALIDATE", key: "staleWhileRevalidate") {
             $0.cacheControl.staleWhileRevalidate = try int($1, "STALE_WHILE_REVALIDATE")
+        },
+        .init(name: "SOURCE_MIN_TTL", key: "sourceMinTTL") {
+            $0.freshness.minimumTTL = try double($1, "SOURCE_MIN_TTL")
+            $0.freshness.maximumTTL = max($0.freshness.maximumTTL, $0.freshness.minimumTTL)
+        },
+        .init(name: "SOURCE_MAX_TTL", key: "sourceMaxTTL") {
+            $0.freshness.maximumTTL = max($0.freshness.minimumTTL, try double($1, "SOURCE_MAX_TTL"))
+        },
+        .init(name: "SOURCE_DEFAULT_TTL", key: "sourceDefaultTTL") {
+            $0.freshness.defaultTTL = try double($1, "SOURCE_DEFAULT_TTL")
         },
         .init(name: "RESULT_MEMORY_MB", key: "resultMemoryMB") {
             $0.resultMemoryBytes = try megabytes($1, "RESULT_MEMORY_MB")
@@ -134,10 +144,32 @@ struct ConfigurationSetting: Sendable {
         },
         .init(name: "ORIGIN_TIMEOUT", key: "originTimeout") { $0.originTimeout = try double($1, "ORIGIN_TIMEOUT") },
         .init(name: "DRAIN_SECONDS", key: "drainSeconds") { $0.drainSeconds = try double($1, "DRAIN_SECONDS") },
+        .init(name: "IDLE_TIMEOUT", key: "idleTimeout") {
+            $0.connectionLimits.idleTimeout = try double($1, "IDLE_TIMEOUT")
+        },
+        .init(name: "HEADER_TIMEOUT", key: "headerTimeout") {
+            $0.connectionLimits.headerTimeout = try double($1, "HEADER_TIMEOUT")
+        },
+        .init(name: "WRITE_TIMEOUT", key: "writeTimeout") {
+            $0.connectionLimits.writeTimeout = try double($1, "WRITE_TIMEOUT")
+        },
+        .init(name: "MAX_CONNECTIONS", key: "maxConnections") {
+            $0.connectionLimits.maxConnections = try int($1, "MAX_CONNECTIONS", min: 1)
+        },
+        .init(name: "MAX_PIPELINED", key: "maxPipelined") {
+            $0.connectionLimits.maxPipelined = try int($1, "MAX_PIPELINED", min: 1)
+        },
+        .init(name: "MAX_PENDING_OUTPUT_MB", key: "maxPendingOutputMB") {
+            $0.maxPendingOutputBytes = try megabytes($1, "MAX_PENDING_OUTPUT_MB")
+        },
+        .init(name: "RAISE_FILE_LIMIT", key: "raiseFileLimit") {
+            $0.raisesFileLimit = try bool($1, "RAISE_FILE_LIMIT")
+        },
         .init(name: "DNS_CACHE_SECONDS", key: "dnsCacheSeconds") {
             $0.dnsCacheSeconds = try double($1, "DNS_CACHE_SECONDS")
         },
         .init(name: "SAMPLES", key: "samples") { $0.servesSamples = try bool($1, "SAMPLES") },
+        .init(name: "PUBLIC_URL", key: "publicURL") { $0.publicURL = $1.isEmpty ? nil : $1 },
         .init(name: "LOG_LEVEL", key: "logLevel") { $0.logLevel = $1 },
         .init(name: "LOG_FORMAT", key: "logFormat") { configuration, text in
             guard ["json", "text"].contains(text.lowercased()) else {

@@ -1,6 +1,9 @@
+import DiskCache
 import Foundation
 import ImageCore
-import ThumbnailQuery
+import ImageService
+import Logging
+import Metrics
 
 /// Everything the server is built with. ``load(environment:arguments:)`` reads it from a JSON file and the
 /// environment (see ``ConfigurationSetting`` for every name); tests set the fields directly.
@@ -22,7 +25,7 @@ public struct ThumbnailServerConfiguration: Sendable {
     public var signingKeys: [String] = []
     /// Serve unsigned requests. Off by default: then every request must carry a valid `sig`.
     public var allowUnsigned = false
-    /// Hosts sources may come from (``ThumbnailQuery/HostAllowlist`` entries); empty: any public host.
+    /// Hosts sources may come from (``ImageService/HostAllowlist`` entries); empty: any public host.
     public var allowedHosts: [String] = []
     /// Address blocks exempt from the refusal of loopback, private and link-local addresses (CIDR), e.g. the
     /// test origin `127.0.0.1/32` or an origin network `10.1.0.0/16`.
@@ -53,10 +56,15 @@ public struct ThumbnailServerConfiguration: Sendable {
 
     // MARK: Output
 
-    /// Quality 1...100 per format (JPEG, WebP, AVIF), and encoder effort per format.
-    var encoding = EncodingSettings.defaults
-    /// `Cache-Control` of thumbnails.
+    /// Quality 1...100 per format (JPEG, WebP, AVIF).
+    var quality: [ImageFormat: Int] = [.jpeg: 80, .webp: 80, .avif: 60]
+    /// Progressive JPEG output.
+    public var progressiveJPEG = false
+    /// `Cache-Control` of thumbnails (`max-age` is further capped by the source's own lifetime).
     public var cacheControl = CacheControlPolicy()
+    /// How long sources are reused before they are revalidated (`SOURCE_MIN_TTL`, `SOURCE_MAX_TTL`,
+    /// `SOURCE_DEFAULT_TTL`).
+    public var freshness = FreshnessPolicy()
 
     // MARK: Caches
 
@@ -87,12 +95,23 @@ public struct ThumbnailServerConfiguration: Sendable {
     public var requestTimeout = 30.0
     /// Seconds an origin may take to answer and send (default 10).
     public var originTimeout = 10.0
-    /// Seconds between SIGTERM and closing the listener, while `/ready` answers 503 (default 0).
+    /// Seconds between SIGTERM and closing the listener, while `/ready` answers 503 (default 0). The process exits
+    /// at the latest `drainSeconds` + ``requestTimeout`` after SIGTERM, whatever its clients do.
     public var drainSeconds = 0.0
+    /// The limits of each connection: idle, header and write timeouts, and the connection cap.
+    public var connectionLimits = ConnectionLimits()
+    /// Bytes of answers being written at once across every connection (default 32 MiB): an answer beyond it is not
+    /// written and its connection is closed, so clients that don't read can't pin more than this.
+    public var maxPendingOutputBytes = 32 << 20
+    /// Raise the soft limit on open files to the hard limit at start (default on).
+    public var raisesFileLimit = true
     /// Seconds DNS answers are reused (default 30; 0: resolve every time).
     public var dnsCacheSeconds = 30.0
-    /// Serve the sample images under `/samples/` and the gallery at `/` (default on).
-    public var servesSamples = true
+    /// Serve the sample images under `/samples/` and the gallery at `/` (default off; `dev.json` turns it on).
+    public var servesSamples = false
+    /// The origin the gallery's links and sample sources use (`http://host:port` of this server by default). It
+    /// comes from configuration only: never from a request's `Host`, or the gallery would sign for anyone.
+    public var publicURL: String?
     /// Log level (`trace` … `critical`, default `info`).
     public var logLevel = "info"
     /// Log lines as JSON objects (default) or as text.
@@ -104,10 +123,52 @@ public struct ThumbnailServerConfiguration: Sendable {
     public init() {}
 
     /// The quality used for `format` when a request gives none.
-    public func quality(for format: ImageFormat) -> Int? { encoding.quality[format] }
+    public func quality(for format: ImageFormat) -> Int? { quality[format] }
 
     /// Sets the default quality of `format` (1...100).
     public mutating func setQuality(_ quality: Int, for format: ImageFormat) {
-        encoding.quality[format] = min(100, max(1, quality))
+        self.quality[format] = min(100, max(1, quality))
+    }
+
+    /// The ``ImageService/ImageServiceConfiguration`` of these settings.
+    func service(logger: Logger, metricsFactory: any MetricsFactory) -> ImageServiceConfiguration {
+        var service = ImageServiceConfiguration()
+        service.signingKeys = signingKeys
+        service.allowUnsigned = allowUnsigned
+        service.allowedHosts = allowedHosts
+        service.allowedAddresses = allowedAddresses
+        service.maxRedirects = maxRedirects
+        service.dnsCacheSeconds = dnsCacheSeconds
+        service.resolver = resolver
+        service.maxSourceBytes = maxSourceBytes
+        service.maxSourcePixels = maxSourcePixels
+        service.maxSourceFrames = maxSourceFrames
+        service.maxSide = maxThumbnailSide
+        service.allowedWidths = allowedWidths
+        service.allowedHeights = allowedHeights
+        service.maxDPR = maxDPR
+        service.allowAnimation = allowAnimation
+        service.presets = presets
+        service.presetsOnly = presetsOnly
+        service.quality = quality
+        service.progressiveJPEG = progressiveJPEG
+        service.cacheControl = cacheControl
+        service.freshness = freshness
+        service.resultMemoryBytes = resultMemoryBytes
+        service.sourceMemoryBytes = sourceMemoryBytes
+        service.resultDiskBytes = resultDiskBytes
+        service.sourceDiskBytes = sourceDiskBytes
+        service.cacheDirectory =
+            cacheDirectory ?? DiskCacheConfiguration.defaultDirectory(namespace: "thumbnail-server")
+        service.redis = redis
+        service.redisKeyPrefix = redisKeyPrefix
+        service.workers = workers
+        service.queueLimit = queueLimit
+        service.requestTimeout = requestTimeout
+        service.originTimeout = originTimeout
+        service.logger = logger
+        service.metricsFactory = metricsFactory
+        service.metricsPrefix = "thumbnail"
+        return service
     }
 }

@@ -51,3 +51,11 @@ struct RequestLogMiddleware<Context: RequestContext>: RouterMiddleware {
         return UUID().uuidString.lowercased()
     }
 }
+
+extension Duration {
+    /// The duration in seconds.
+    var seconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) * 1e-18
+    }
+}

@@ -1,38 +1,29 @@
 import Foundation
 import Prometheus
+import Synchronization
 
-/// The server's Prometheus metrics, in a registry of its own (so several servers in one process, as in the
-/// tests, never share counts); the SDK's loaders and caches report into the same registry.
+/// The server's Prometheus registry: the ImageService's metrics (named `thumbnail_…`, through swift-metrics and
+/// this registry's factory), the SDK's loader, disk and Redis metrics, and the server's own: the gallery's samples
+/// served, the open connections and `process_resident_memory_bytes`. A registry of its own, so several servers in
+/// one process (as in the tests) never share counts.
 ///
-/// Names (all under `thumbnail_`, seconds and bytes as units):
-/// - `thumbnail_requests_total{status, format}`: answered `/thumbnail` requests by status and output format.
-/// - `thumbnail_cache_hits_total{kind, level}`, `thumbnail_cache_misses_total{kind}`: lookups of results and of
-///   sources, by the level that answered (`memory`, `disk`, `redis`); a miss missed every level.
-/// - `thumbnail_coalesced_total{kind}`: requests that joined work already running for the same result or source.
-/// - `thumbnail_origin_requests_total`, and `thumbnail_origin_seconds`, `thumbnail_decode_seconds`,
-///   `thumbnail_resize_seconds`, `thumbnail_encode_seconds`, `thumbnail_store_seconds` histograms: each stage's
-///   time (a histogram's `_count` is how often the stage ran).
-/// - `thumbnail_not_modified_total`, `thumbnail_rejected_total{reason}` (`queue_full`, `deadline`).
-/// - Gauges: `thumbnail_queue_depth` (work waiting for a worker), `thumbnail_in_flight` (work holding one),
-///   `thumbnail_http_in_flight` (requests being answered), `process_resident_memory_bytes` (read at scrape).
+/// The service's names: `thumbnail_requests_total{status, format}`, `thumbnail_cache_hits_total{kind, level}`,
+/// `thumbnail_cache_misses_total{kind}`, `thumbnail_coalesced_total{kind}`, `thumbnail_origin_requests_total`,
+/// `thumbnail_revalidations_total{outcome}`, `thumbnail_policy_refusals_total{where}`, the histograms
+/// `thumbnail_origin_seconds`, `thumbnail_decode_seconds`, `thumbnail_resize_seconds`, `thumbnail_encode_seconds`,
+/// `thumbnail_store_seconds`, `thumbnail_not_modified_total`, `thumbnail_rejected_total{reason}`, and the gauges
+/// `thumbnail_queue_depth`, `thumbnail_in_flight`, `thumbnail_origin_in_flight`, `thumbnail_http_in_flight`.
 ///
 /// Thread-safe (the registry locks).
 public final class ServerMetrics: Sendable {
     /// The registry everything is in; `/metrics` on the metrics port renders it.
     public let registry: PrometheusCollectorRegistry
 
-    let originRequests: Counter
-    let notModified: Counter
     let samplesServed: Counter
-    let originSeconds: DurationHistogram
-    let decodeSeconds: DurationHistogram
-    let resizeSeconds: DurationHistogram
-    let encodeSeconds: DurationHistogram
-    let storeSeconds: DurationHistogram
-    let queueDepth: Gauge
-    let inFlight: Gauge
-    let httpInFlight: Gauge
+    let connections: Gauge
     let residentMemory: Gauge
+    /// Read at each scrape (the open connections).
+    let connectionCount: Mutex<(@Sendable () -> Int)?> = Mutex(nil)
 
     static let buckets: [Duration] = [
         .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10), .milliseconds(20),
@@ -44,24 +35,9 @@ public final class ServerMetrics: Sendable {
     public init() {
         let registry = PrometheusCollectorRegistry()
         self.registry = registry
-        originRequests = registry.makeCounter(
-            descriptor: Self.name(
-                "thumbnail_origin_requests_total", "Requests sent to source origins (each redirect hop)"))
-        notModified = registry.makeCounter(descriptor: Self.name("thumbnail_not_modified_total", "304 answers"))
         samplesServed = registry.makeCounter(
             descriptor: Self.name("thumbnail_samples_served_total", "Sample images served under /samples/"))
-        func histogram(_ stage: String, _ help: String) -> DurationHistogram {
-            registry.makeDurationHistogram(
-                descriptor: Self.name("thumbnail_\(stage)_seconds", help), buckets: Self.buckets)
-        }
-        originSeconds = histogram("origin", "Time to fetch a source from its origin")
-        decodeSeconds = histogram("decode", "Time to decode a source (at the thumbnail's size)")
-        resizeSeconds = histogram("resize", "Time to crop and scale to the output size")
-        encodeSeconds = histogram("encode", "Time to encode a thumbnail")
-        storeSeconds = histogram("store", "Time to store a result in the caches")
-        queueDepth = registry.makeGauge(descriptor: Self.name("thumbnail_queue_depth", "Work waiting for a worker"))
-        inFlight = registry.makeGauge(descriptor: Self.name("thumbnail_in_flight", "Work holding a worker"))
-        httpInFlight = registry.makeGauge(descriptor: Self.name("thumbnail_http_in_flight", "Requests being answered"))
+        connections = registry.makeGauge(descriptor: Self.name("thumbnail_connections", "Open client connections"))
         residentMemory = registry.makeGauge(descriptor: Self.name("process_resident_memory_bytes", "Resident set size"))
     }
 
@@ -70,46 +46,18 @@ public final class ServerMetrics: Sendable {
         MetricNameDescriptor(metricName: name, unitName: "", helpText: help)
     }
 
-    /// The SDK's metrics factory for this registry (loaders, disk caches, Redis).
-    public var factory: PrometheusMetricsFactory { PrometheusMetricsFactory(registry: registry) }
-
-    func request(status: Int, format: String) {
-        registry.makeCounter(
-            descriptor: Self.name("thumbnail_requests_total", "Answered thumbnail requests"),
-            labels: [("status", String(status)), ("format", format)]
-        ).increment()
-    }
-
-    func cacheHit(kind: CacheKind, level: CacheLevel) {
-        registry.makeCounter(
-            descriptor: Self.name("thumbnail_cache_hits_total", "Cache lookups answered, by kind and level"),
-            labels: [("kind", kind.rawValue), ("level", level.rawValue)]
-        ).increment()
-    }
-
-    func cacheMiss(kind: CacheKind) {
-        registry.makeCounter(
-            descriptor: Self.name("thumbnail_cache_misses_total", "Cache lookups that missed every level"),
-            labels: [("kind", kind.rawValue)]
-        ).increment()
-    }
-
-    func coalesced(kind: CacheKind) {
-        registry.makeCounter(
-            descriptor: Self.name("thumbnail_coalesced_total", "Requests that joined running work"),
-            labels: [("kind", kind.rawValue)]
-        ).increment()
-    }
-
-    func rejected(_ reason: String) {
-        registry.makeCounter(
-            descriptor: Self.name("thumbnail_rejected_total", "Requests refused for load"), labels: [("reason", reason)]
-        ).increment()
+    /// The metrics factory for this registry (the service, the SDK's loaders, disk caches, Redis); durations are
+    /// histograms with ``buckets``.
+    public var factory: PrometheusMetricsFactory {
+        var factory = PrometheusMetricsFactory(registry: registry)
+        factory.defaultDurationHistogramBuckets = Self.buckets
+        return factory
     }
 
     /// The exposition text (RSS refreshed first).
     public func render() -> String {
         if let rss = ProcessMemory.residentBytes() { residentMemory.set(Double(rss)) }
+        if let count = connectionCount.withLock({ $0 }) { connections.set(Double(count())) }
         return registry.emitToString()
     }
 
@@ -139,19 +87,6 @@ public final class ServerMetrics: Sendable {
         }
         return nil
     }
-}
-
-/// Which cache a lookup was in.
-enum CacheKind: String, Sendable {
-    case result
-    case source
-}
-
-/// Which level answered.
-enum CacheLevel: String, Sendable {
-    case memory
-    case disk
-    case redis
 }
 
 /// The process's resident memory, from `/proc/self/statm`.

@@ -1,0 +1,48 @@
+import Hummingbird
+import HummingbirdCore
+import Logging
+import NIOCore
+
+/// Hummingbird's HTTP/1 child channel with a ``ConnectionGuard`` on every connection: ``ByteGuard`` first in the
+/// pipeline, ``RequestGuard`` just before Hummingbird's own connection-state handler.
+struct GuardedHTTP1Channel: ServerChildChannel {
+    typealias Value = HTTP1Channel.Value
+
+    let inner: HTTP1Channel
+    let limits: ConnectionLimits
+    let registry: ConnectionRegistry
+    let logger: Logger
+
+    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+        let guarding = ConnectionGuard(limits: limits, registry: registry, logger: self.logger)
+        do {
+            try channel.pipeline.syncOperations.addHandler(ByteGuard(guarding), position: .first)
+        } catch {
+            return channel.eventLoop.makeFailedFuture(error)
+        }
+        let bound = NIOLoopBound(guarding, eventLoop: channel.eventLoop)
+        return inner.setup(channel: channel, logger: logger).flatMapThrowing { value in
+            let state = try channel.pipeline.syncOperations.context(handlerType: HTTPConnectionStateHandler.self)
+            try channel.pipeline.syncOperations.addHandler(
+                RequestGuard(bound.value), position: .before(state.handler))
+            return value
+        }
+    }
+
+    func handle(value: Value, logger: Logger) async {
+        await inner.handle(value: value, logger: logger)
+    }
+}
+
+extension HTTPServerBuilder {
+    /// HTTP/1 with the connection limits of ``ConnectionLimits`` (see ``ConnectionGuard``).
+    static func guardedHTTP1(
+        limits: ConnectionLimits, registry: ConnectionRegistry, logger: Logger
+    ) -> HTTPServerBuilder {
+        .init { responder in
+            GuardedHTTP1Channel(
+                inner: HTTP1Channel(responder: responder, configuration: .init()), limits: limits, registry: registry,
+                logger: logger)
+        }
+    }
+}

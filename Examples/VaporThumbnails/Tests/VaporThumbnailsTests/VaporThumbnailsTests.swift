@@ -1,0 +1,98 @@
+import Foundation
+import ImageCore
+import ImageService
+import NIOCore
+import NIOPosix
+import PNGCoder
+import Testing
+import VaporTesting
+
+@testable import VaporThumbnailsApp
+
+/// The service mounted in a Vapor app, on a real listener: the app's own routes answer beside it; a thumbnail is
+/// made from a source the app itself serves, cached, revalidated with 304; signatures and the source policy hold.
+@Suite(.serialized) struct VaporThumbnailsTests {
+    static func freePort() async throws -> Int {
+        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .bind(host: "127.0.0.1", port: 0).get()
+        let port = channel.localAddress?.port ?? 0
+        try await channel.close()
+        return port
+    }
+
+    static let sample: Data = {
+        let bytes = [UInt8](repeating: 90, count: 120 * 80 * 3)
+        let image = Image(pixels: PixelBuffer(width: 120, height: 80, layout: .rgb8, bytes: bytes))
+        return (try? PNGCoder.shared.encode(image, as: .png, options: ImageEncodeOptions())) ?? Data()
+    }()
+
+    /// Runs `body` against the app on a free port, with a service configured by `adjust`.
+    static func withApp(
+        _ adjust: (inout ImageServiceConfiguration) -> Void = { _ in },
+        _ body: (_ app: Application, _ port: Int, _ service: ImageService) async throws -> Void
+    ) async throws {
+        let port = try await freePort()
+        var settings = ImageServiceConfiguration()
+        settings.allowUnsigned = true
+        settings.allowedAddresses = ["127.0.0.1/32"]
+        settings.cacheDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("vapor-\(UUID())")
+        adjust(&settings)
+        let service = try ImageService(configuration: settings)
+        try await VaporTesting.withApp { app in
+            configure(app, service: service)
+            // The test's origin is one of the app's own routes.
+            app.get("assets", "sample.png") { _ in
+                Response(status: .ok, headers: ["Content-Type": "image/png"], body: .init(data: Self.sample))
+            }
+            try await body(app, port, service)
+        }
+        try? FileManager.default.removeItem(at: settings.cacheDirectory!)
+    }
+
+    static func thumbnail(_ port: Int, _ query: String = "w=60&format=png") -> String {
+        "img/thumbnail?url=\(QueryString.encode("http://127.0.0.1:\(port)/assets/sample.png"))&\(query)"
+    }
+
+    @Test func theAppsRoutesAndThumbnailsSideBySide() async throws {
+        try await Self.withApp { app, port, _ in
+            let tester = try app.testing(method: .running(hostname: "127.0.0.1", port: port))
+            try await tester.test(.GET, "hello/vapor") { response in
+                #expect(response.status == .ok)
+                #expect(response.body.string == "Hello, vapor.\n")
+            }
+            var etag = ""
+            try await tester.test(.GET, Self.thumbnail(port)) { response in
+                #expect(response.status == .ok)
+                #expect(response.headers.contentType?.description == "image/png")
+                let image = try PNGCoder.shared.decode(Data(buffer: response.body), options: ImageDecodeOptions())
+                #expect(image.width == 60 && image.height == 40)
+                etag = response.headers.first(name: "ETag") ?? ""
+            }
+            #expect(!etag.isEmpty)
+            try await tester.test(.GET, Self.thumbnail(port), headers: ["If-None-Match": etag]) { response in
+                #expect(response.status == .notModified)
+            }
+            try await tester.test(.GET, "img/thumbnail?url=ftp%3A%2F%2Fx&w=10") { response in
+                #expect(response.status == .badRequest)
+            }
+        }
+    }
+
+    @Test func signaturesAndThePolicyHold() async throws {
+        try await Self.withApp({
+            $0.allowUnsigned = false
+            $0.signingKeys = ["00112233445566778899aabbccddeeff"]
+        }) { app, port, service in
+            let tester = try app.testing(method: .running(hostname: "127.0.0.1", port: port))
+            try await tester.test(.GET, Self.thumbnail(port)) { response in
+                #expect(response.status == .forbidden)
+            }
+            // Signed for the path as mounted.
+            let query = String(Self.thumbnail(port).split(separator: "?", maxSplits: 1)[1])
+            let signed = try #require(service.sign(path: "/img/thumbnail", query: query))
+            try await tester.test(.GET, String(signed.dropFirst())) { response in
+                #expect(response.status == .ok)
+            }
+        }
+    }
+}

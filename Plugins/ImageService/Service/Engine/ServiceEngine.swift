@@ -1,0 +1,94 @@
+import Foundation
+import ImageCore
+import ImageServiceQuery
+
+/// The seam between the service's decisions and the machinery that keeps, shares, fetches and renders bytes.
+///
+/// Everything above it is the service's for good: admission, the deadline, the source policy judged on every
+/// answer, freshness decisions, ETag and `304`, negotiation, metrics, logs and spans. Below it, phase 1 of issue 33
+/// runs ``PipelineEngine`` (the ThumbnailServer's own pipeline: ``SingleFlight``, ``LayeredCache``,
+/// ``BytesMemoryCache``); phase 2 replaces it with one on the SDK's `ImageManager` and `CachesManager`, without
+/// touching the rest. What an implementation must do is stated per requirement; ``WorkContext`` carries what it
+/// must honour.
+protocol ServiceEngine: Sendable {
+    /// The result stored under `key` in the fastest level (memory), on the caller's thread; nil on a miss.
+    func memoryResult(forKey key: String) -> StoredResult?
+
+    /// The result stored under `key` in the slower levels (disk, a fleet's Redis); nil on a miss. With fleet
+    /// coalescing a miss may hold the fleet's lease on `key`: the work must end with ``storeResult(_:forKey:)`` or
+    /// ``endResultMiss(forKey:outcome:)``.
+    func lowerResult(forKey key: String) async -> StoredResult?
+
+    /// Runs `work` once for `key` however many requests ask at once; a caller that leaves (its deadline) stops
+    /// waiting at once, and the work is cancelled when the last caller left. `joined` says whether the call
+    /// joined running work.
+    func sharedResult(
+        forKey key: String, joined: (Bool) -> Void, _ work: @escaping @Sendable () async throws -> Thumbnail
+    ) async throws -> Thumbnail
+
+    /// The source of `url`: a cached copy while ``EntryRecord/freshness`` says it is fresh, else revalidated
+    /// with its validators (a 304 keeps the bytes), else fetched — every origin request under the service's
+    /// source policy (each hop), within `context.deadline`. A cached copy the policy now refuses is refused
+    /// (``SourceRefusal``). The caller holds a worker. Identical concurrent calls share one fetch.
+    func source(_ url: SourceURL, context: WorkContext) async throws -> SourceEntry
+
+    /// Decodes `source`, cuts and scales it for `options`, and encodes it in `encoding`, within the deadline (a
+    /// stage not started when the task is cancelled never runs). The caller holds a worker.
+    func render(_ source: SourceEntry, options: ThumbnailOptions, encoding: OutputEncoding, context: WorkContext)
+        async throws -> Renderer.Output
+
+    /// Stores a rendered (or revalidated) result on every level; memory at once, the rest in the background.
+    func storeResult(_ result: StoredResult, forKey key: String)
+
+    /// Ends a result miss that will not be stored (fleet leases; see ``lowerResult(forKey:)``).
+    func endResultMiss(forKey key: String, outcome: CacheMissOutcome)
+
+    /// Closes what the engine holds open (origin clients, Redis connections).
+    func shutdown() async
+}
+
+/// What a request hands the engine: its deadline and the tracer of its spans.
+struct WorkContext: Sendable {
+    let deadline: Deadline
+    let tracer: StageTracer
+}
+
+/// A result as stored: the thumbnail's bytes and metadata (content type, ETag, Last-Modified) and the record of
+/// the source it was made from.
+struct StoredResult: Sendable {
+    let data: Data
+    let contentType: String
+    let etag: String
+    let lastModified: String?
+    let record: EntryRecord
+    /// The level it was found at; nil when it was just made.
+    let level: CacheLevel?
+}
+
+/// A source as the engine hands it up.
+struct SourceEntry: Sendable {
+    let data: Data
+    let record: EntryRecord
+    /// False when the source said `no-store` or `private`: it was not cached, and nothing made from it may be.
+    let isShareable: Bool
+    /// The level it came from; nil when it came from the origin (fetched or revalidated).
+    let level: CacheLevel?
+    /// The source's `Last-Modified`.
+    var lastModified: String? { record.lastModified }
+    /// The validator the ETag is derived from.
+    var validator: String { record.sourceValidator }
+}
+
+/// A thumbnail ready to answer with.
+struct Thumbnail: Sendable {
+    let data: Data
+    let contentType: String
+    let etag: String
+    let lastModified: String?
+    /// False when the source said `no-store` or `private`: nothing was cached, and the answer must say so.
+    let isShareable: Bool
+    /// When the source must be revalidated and what it allowed (the answer's `max-age` is capped by it).
+    let freshness: SourceFreshness
+    /// Where it came from: a cache level, or nil when this request's work made it.
+    let level: CacheLevel?
+}

@@ -1,0 +1,125 @@
+import Foundation
+import HTTPTypes
+import ImageCore
+import Testing
+
+@testable import ImageService
+
+/// Admission and the deadline: every origin byte is fetched holding a worker; one deadline per request bounds all
+/// its work and gives the worker back when it passes.
+@Suite struct AdmissionAndDeadlineTests {
+    /// A conditional request on a miss needs the source, so it takes a worker like any other: with one worker busy
+    /// and no queue, it is refused at once and makes no origin request.
+    @Test func conditionalRequestsOnAMissTakeAWorker() async throws {
+        let image = try ServiceImages.png(width: 40, height: 40)
+        let fixture = try await ServiceFixture.start({
+            $0.workers = 1
+            $0.queueLimit = 0
+        }) { request in
+            let answer = ServerAction.respond(headers: [("Content-Type", "image/png")], body: image)
+            return request.path == "/held.png" ? .hold("release", then: answer) : answer
+        }
+        defer { Task { await fixture.stop() } }
+        async let held = fixture.get("/held.png")
+        #expect(await fixture.origin.waitUntil { $0.requests.count == 1 })
+        let conditional = await fixture.get("/other.png", headers: [.ifNoneMatch: "\"old\""])
+        #expect(conditional.status == .tooManyRequests)
+        #expect(conditional.headers[.retryAfter] == "1")
+        #expect(fixture.origin.requests(to: "/other.png").isEmpty)
+        fixture.origin.open("release")
+        #expect(await held.status == .ok)
+    }
+
+    /// At the deadline the answer is 504, the worker is free again before the answer returns, and the origin
+    /// transfer is cut (the origin sees its response abandoned).
+    @Test func theDeadlineFreesTheWorkerAndCutsTheTransfer() async throws {
+        let fixture = try await ServiceFixture.start({
+            $0.workers = 1
+            $0.requestTimeout = 0.5
+        }) { _ in .stall }
+        defer { Task { await fixture.stop() } }
+        let answer = await fixture.get("/stall.png")
+        #expect(answer.status == .gatewayTimeout)
+        #expect(fixture.service.load.running == 0)
+        #expect(fixture.counter("rejected_total", [("reason", "deadline")]) == 1)
+        #expect(await fixture.origin.waitUntil(seconds: 10) { $0.connectionsClosed >= 1 })
+    }
+
+    /// The deadline bounds every redirect hop: a chain whose third hop stalls is cut at the request's deadline,
+    /// though a hop alone may take 30 s.
+    @Test func theDeadlineBoundsEveryHop() async throws {
+        let fixture = try await ServiceFixture.start({
+            $0.requestTimeout = 0.6
+            $0.originTimeout = 30
+        }) { request in
+            guard let hop = Int(request.path.dropFirst(4)), hop < 2 else { return .stall }
+            return .respond(status: .found, headers: [("Location", "/hop\(hop + 1)")])
+        }
+        defer { Task { await fixture.stop() } }
+        let answer = await fixture.get("/hop0")
+        #expect(answer.status == .gatewayTimeout)
+        #expect(fixture.service.load.running == 0)
+        #expect(fixture.origin.requests(to: "/hop2").count == 1)
+    }
+
+    /// The run primitive itself: a body that ignores cancellation can't hold the answer past the deadline.
+    @Test func aBodyThatIgnoresCancellationDoesNotDelayTheAnswer() async throws {
+        let gate = Locked(false)
+        let deadline = Deadline(seconds: 0.2)
+        await #expect(throws: DeadlineExceeded.self) {
+            try await deadline.run {
+                // Busy-waits without ever checking for cancellation, until the test lets it go.
+                while !gate.value { usleep(1000) }
+                return 1
+            }
+        }
+        gate.withLock { $0 = true }
+    }
+
+    /// A shared flight whose last caller leaves is cancelled (its work stops); one with a caller left goes on.
+    @Test func aFlightEndsWithItsLastCaller() async throws {
+        let flights = SingleFlight<String, Int>()
+        let started = Locked(0)
+        let cancelled = Locked(0)
+        let work: @Sendable () async throws -> Int = {
+            started.withLock { $0 += 1 }
+            do {
+                try await Task.sleep(for: .seconds(30))
+            } catch {
+                cancelled.withLock { $0 += 1 }
+                throw error
+            }
+            return 1
+        }
+        let first = Task { try await flights.value(for: "k", work) }
+        let second = Task { try await flights.value(for: "k", work) }
+        while started.value == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        first.cancel()
+        _ = await first.result
+        #expect(cancelled.value == 0, "a caller is still waiting")
+        second.cancel()
+        _ = await second.result
+        while cancelled.value == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(started.value == 1 && flights.count == 0)
+    }
+
+    /// A worker held by a cancelled task is given back at the cancellation, not when its body returns.
+    @Test func aCancelledWorkerIsGivenBackAtOnce() async throws {
+        let pool = WorkerPool(workers: 1, queueLimit: 0)
+        let entered = Locked(false)
+        let release = Locked(false)
+        let holder = Task {
+            try await pool.withWorker {
+                entered.withLock { $0 = true }
+                // Ignores cancellation, as a C decoder mid-image would.
+                while !release.value { usleep(1000) }
+            }
+        }
+        while !entered.value { try await Task.sleep(for: .milliseconds(2)) }
+        #expect(pool.counts.running == 1)
+        holder.cancel()
+        #expect(pool.counts.running == 0)
+        release.withLock { $0 = true }
+        _ = await holder.result
+    }
+}

@@ -1,0 +1,126 @@
+import Foundation
+import HTTPTypes
+import ImageCore
+import InMemoryTracing
+import Testing
+import Tracing
+
+@testable import ImageService
+
+/// The source policy judged on every answer, the gallery-oracle rule (nothing signs for a client), and what the
+/// service reports: spans per stage, metrics by name.
+@Suite struct PolicyAndObservabilityTests {
+    /// A provenance passes only while every hop's host is allowed and every address is.
+    @Test func provenanceIsJudgedHopByHop() throws {
+        let hops = SourceProvenance(hops: [
+            .init(scheme: "https", host: "images.example.com", port: 443, address: "93.184.216.34"),
+            .init(scheme: "https", host: "cdn.example.net", port: 443, address: "151.101.1.1"),
+        ])
+        let both = SourcePolicy(
+            allowlist: try HostAllowlist(["images.example.com", "*.example.net"]), addresses: AddressPolicy())
+        #expect(both.refusal(for: hops) == nil)
+        let first = SourcePolicy(allowlist: try HostAllowlist(["images.example.com"]), addresses: AddressPolicy())
+        #expect(first.refusal(for: hops)?.contains("cdn.example.net") == true)
+        let loopback = SourceProvenance(hops: [.init(scheme: "http", host: "a.test", port: 80, address: "127.0.0.1")])
+        #expect(
+            SourcePolicy(allowlist: try HostAllowlist([]), addresses: AddressPolicy()).refusal(for: loopback) != nil)
+        let allowed = SourcePolicy(
+            allowlist: try HostAllowlist([]), addresses: AddressPolicy(allowing: [AddressRange("127.0.0.0/8")!]))
+        #expect(allowed.refusal(for: loopback) == nil)
+        #expect(both.refusal(for: SourceProvenance(hops: [])) != nil)
+    }
+
+    /// A thumbnail and a source cached under one policy are refused under a narrower one, on every level.
+    @Test func cachedAnswersAreJudgedByTheCurrentPolicy() async throws {
+        let image = try ServiceImages.png(width: 40, height: 40)
+        let fixture = try await ServiceFixture.start { _ in
+            .respond(headers: [("Content-Type", "image/png")], body: image)
+        }
+        defer { Task { await fixture.stop() } }
+        #expect(await fixture.get("/a.png", "w=20").status == .ok)
+        await fixture.service.shutdown()
+        try await Task.sleep(for: .milliseconds(300))  // the disk writes are asynchronous
+        // The same cache folder, the origin's address no longer allowed.
+        var narrower = fixture.service.configuration
+        narrower.allowedAddresses = []
+        let service = try ImageService(configuration: narrower)
+        defer { Task { await service.shutdown() } }
+        let source = QueryString.encode("http://127.0.0.1:\(fixture.origin.port)/a.png")
+        for query in ["w=20", "w=21"] {
+            let answer = await service.respond(
+                to: ImageServiceRequest(path: "/thumbnail", query: "url=\(source)&\(query)"))
+            #expect(answer.status == .forbidden, "\(query): \(String(decoding: answer.body, as: UTF8.self))")
+        }
+        #expect(fixture.origin.requests(to: "/a.png").count == 1)
+    }
+
+    /// Nothing signs a URL a client chose: `sign` is the operator's, and a request's headers never reach it.
+    @Test func signingIsTheOperatorsAlone() async throws {
+        var configuration = ImageServiceConfiguration()
+        configuration.signingKeys = ["00112233445566778899aabbccddeeff"]
+        configuration.cacheDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("sign-\(UUID())")
+        let service = try ImageService(configuration: configuration)
+        defer { Task { await service.shutdown() } }
+        let signed = try #require(service.sign(path: "/thumbnail", query: "url=http%3A%2F%2Fa.example%2F&w=10"))
+        let query = String(signed.split(separator: "?", maxSplits: 1)[1])
+        let verifier = try URLSigner(encodedKeys: configuration.signingKeys)
+        #expect(throws: Never.self) { try verifier.verify(path: "/thumbnail", query: query) }
+        let unsigned = await service.respond(
+            to: ImageServiceRequest(
+                path: "/thumbnail", query: "url=http%3A%2F%2Fa.example%2F&w=10",
+                headers: [HTTPField.Name("Host")!: "attacker.example"]))
+        #expect(unsigned.status == .forbidden)
+        #expect(!String(decoding: unsigned.body, as: UTF8.self).contains("sig="))
+        var keyless = configuration
+        keyless.signingKeys = []
+        keyless.allowUnsigned = true
+        #expect(try ImageService(configuration: keyless).sign(path: "/thumbnail", query: "w=1") == nil)
+    }
+
+    /// A miss is one span per stage under the request's span, with the cache levels as attributes; a memory hit
+    /// is a request span with no fetch or decode.
+    @Test func spansPerStage() async throws {
+        let image = try ServiceImages.png(width: 40, height: 40)
+        let fixture = try await ServiceFixture.start { _ in
+            .respond(headers: [("Content-Type", "image/png")], body: image)
+        }
+        defer { Task { await fixture.stop() } }
+        #expect(await fixture.get("/a.png").status == .ok)
+        let spans = fixture.tracer.finishedSpans
+        let names = Set(spans.map(\.operationName))
+        for stage in ["image_service.request", "cache.lookup", "fetch", "decode", "transform", "encode", "store"] {
+            #expect(names.contains(stage), "no \(stage) span: \(names.sorted())")
+        }
+        let request = try #require(spans.first { $0.operationName == "image_service.request" })
+        #expect(request.kind == .server)
+        #expect(
+            spans.filter { $0.operationName != "image_service.request" }.allSatisfy { $0.traceID == request.traceID })
+        let levels = spans.filter { $0.operationName == "cache.lookup" }.compactMap { span -> String? in
+            if case .string(let level) = span.attributes.get("cache.level") { return level }
+            return nil
+        }
+        #expect(levels.contains("miss"))
+        fixture.tracer.clearFinishedSpans()
+        #expect(await fixture.get("/a.png").status == .ok)
+        let hit = Set(fixture.tracer.finishedSpans.map(\.operationName))
+        #expect(hit == ["image_service.request"], "\(hit)")
+    }
+
+    /// The metrics carry the configured prefix, by status and format, by cache kind and level.
+    @Test func metricsByName() async throws {
+        let image = try ServiceImages.png(width: 40, height: 40)
+        let fixture = try await ServiceFixture.start { request in
+            request.path == "/missing.png"
+                ? .respond(status: .notFound) : .respond(headers: [("Content-Type", "image/png")], body: image)
+        }
+        defer { Task { await fixture.stop() } }
+        _ = await fixture.get("/a.png", "w=20&format=png")
+        _ = await fixture.get("/a.png", "w=20&format=png")
+        _ = await fixture.get("/missing.png")
+        #expect(fixture.counter("requests_total", [("status", "200"), ("format", "png")]) == 2)
+        #expect(fixture.counter("requests_total", [("status", "404"), ("format", "none")]) == 1)
+        #expect(fixture.counter("cache_hits_total", [("kind", "result"), ("level", "memory")]) == 1)
+        #expect(fixture.counter("origin_requests_total") == 2)
+        #expect(fixture.count("decode") == 1 && fixture.count("encode") == 1 && fixture.count("origin") == 2)
+    }
+}
