@@ -1,0 +1,43 @@
+import Foundation
+import ImageTestSupport
+import Testing
+import WebImage
+
+/// Defects the main-line model and the non-interference property found (issue 32, items 5 and 6), each pinned by a
+/// test through the public API.
+@Suite struct ModelFindingsTests {
+    /// A manager over `origin` with a memory cache and the test coder.
+    static func manager(_ origin: ModelOrigin) -> ImageManager {
+        ImageManager(
+            cache: CachesManager([MemoryCache()]), loader: origin, coders: CodersManager(coders: [TestCoder()]))
+    }
+
+    @Test("a plain load never shares the download of a load that brought its own validators (found by the model)")
+    func ownValidatorsGetTheirOwnDownload() async throws {
+        let origin = ModelOrigin()
+        let url = URL(string: "test://findings/validators.timg")!
+        let manager = Self.manager(origin)
+        var revalidating = ImageContext()
+        revalidating.loaderCachedMetadata = CacheEntryMetadata(etag: ModelOrigin.etag(version: 0, partition: nil))
+        // Started back to back on one thread, so the plain load would join the revalidating load's download if
+        // their job keys matched (the origin answers after 2 ms).
+        let revalidated = LoadRecord()
+        let plainRecord = LoadRecord()
+        manager.loadImage(with: url, context: revalidating) { revalidated.deliver($0) }
+        manager.loadImage(with: url) { plainRecord.deliver($0) }
+        let revalidatedEnded = await revalidated.waitForFinal(timeout: 10)
+        let plainEnded = await plainRecord.waitForFinal(timeout: 10)
+        try #require(revalidatedEnded && plainEnded)
+        let both: [Bool: Result<ImageResult, ImageError>] = [
+            true: revalidated.summary.0!, false: plainRecord.summary.0!,
+        ]
+        if case .failure(let error)? = both[true] {
+            #expect(error.code == .cacheNotModified, "the origin finds the caller's ETag current")
+        }
+        guard case .success(let plain)? = both[false] else {
+            Issue.record("the plain load failed: \(String(describing: both[false]))")
+            return
+        }
+        #expect(plain.image.width > 0)
+    }
+}
