@@ -40,4 +40,20 @@ import WebImage
         }
         #expect(plain.image.width > 0)
     }
+
+    @Test("an animation cut to its first frame by a load's animation budget never stands for the whole animation")
+    func animationBudgetVariantIsNotStoredUnderTheKey() async throws {
+        let origin = ModelOrigin()
+        let url = URL(string: "test://findings/anim-budget.timg")!
+        let manager = Self.manager(origin)
+        var budgeted = ImageContext()
+        budgeted.imageDecodeOptions = ImageDecodeOptions(
+            animationBudget: AnimationBudget(maxFrameCount: 2, onExceeded: .firstFrameOnly))
+        let first = try await manager.loadImage(with: url, options: .waitStoreCache, context: budgeted)
+        #expect(first.image.frameCount == 1, "over the budget of 2 frames, the first frame is kept")
+        let plain = try await manager.loadImage(with: url)
+        #expect(plain.image.frameCount == 3, "a plain load gets every frame, not the budgeted load's variant")
+        let again = try await manager.loadImage(with: url, context: budgeted)
+        #expect(again.image.frameCount == 1, "a cached animation over the budget gives its first frame")
+    }
 }

@@ -98,7 +98,7 @@ extension FetchJob {
                 }
             }
             let canonical = plan.isCanonical(
-                decoded: decoded.image, transformSkipped: transformSkipped)
+                decoded: decoded.image, sourceFrameCount: decoded.sourceFrameCount, transformSkipped: transformSkipped)
             // A plain key's canonical image is exactly the decode of the original bytes; so is the first frame of a
             // still source when nothing else changed it (the decode observed one frame).
             let firstFrameOfStill = plan.isDerivedOnlyByFirstFrame && decoded.sourceFrameCount == 1
