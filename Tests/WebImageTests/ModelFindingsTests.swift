@@ -56,4 +56,26 @@ import WebImage
         let again = try await manager.loadImage(with: url, context: budgeted)
         #expect(again.image.frameCount == 1, "a cached animation over the budget gives its first frame")
     }
+
+    @Test("previews of an animation are not transformed when its final image is not (found by the model)")
+    func previewsOfAnAnimationFollowTheFinalTransform() async throws {
+        let origin = ModelOrigin()
+        let url = URL(string: "test://findings/anim-previews.timg")!
+        // The body arrives in pieces, and the answer waits 0.15 s after the last, so the previews are decoded.
+        origin.setTrickle(true, for: url)
+        origin.set(.slow, for: url)
+        let manager = Self.manager(origin)
+        var context = ImageContext()
+        context.imageTransformer = CompoundingTransformer(.grow(2))
+        let record = LoadRecord()
+        manager.loadImage(with: url, options: .progressiveLoad, context: context) { record.deliver($0) }
+        #expect(await record.waitForFinal(timeout: 10))
+        let final = try #require(try record.summary.0?.get())
+        #expect(final.image.frameCount == 3 && !final.image.metadata.isTransformed, "an animation is not transformed")
+        #expect(!record.previews.isEmpty)
+        for preview in record.previews {
+            #expect(!preview.metadata.isTransformed, "a preview transformed where its final image is not")
+            #expect(preview.width == final.image.width && preview.height == final.image.height)
+        }
+    }
 }
