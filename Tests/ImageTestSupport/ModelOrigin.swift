@@ -26,7 +26,9 @@ public final class ModelOrigin: ImageLoader, Sendable {
         case notModified
         /// 200 with new bytes: the cached ETag is no longer served.
         case newBytes
-        /// A failure (404, 500, truncated bytes).
+        /// 500: the origin failed.
+        case serverError
+        /// Another failure (404, truncated bytes).
         case failed
     }
 
@@ -299,13 +301,14 @@ public final class ModelOrigin: ImageLoader, Sendable {
         let cuts = body.starts(with: Array("TIMG".utf8)) ? [13, body.count - 1] : [body.count / 3, body.count * 2 / 3]
         state.withLock { $0.trickledBodies += 1 }
         queue.async { [self] in
+            // Pieces 10 ms apart: time for the manager to decode a preview of each before the next.
             for cut in cuts where cut > 0 && cut < body.count {
-                Thread.sleep(forTimeInterval: 0.004)
+                Thread.sleep(forTimeInterval: 0.01)
                 guard !operation.isCancelled else { return }
                 let prefix = body.prefix(cut)
                 progress?(LoadProgress(receivedBytes: prefix.count, expectedBytes: body.count, partialData: prefix))
             }
-            Thread.sleep(forTimeInterval: delay)
+            Thread.sleep(forTimeInterval: max(delay, 0.01))
             guard !operation.isCancelled else { return }
             complete(finish(answer))
         }
@@ -336,7 +339,9 @@ public final class ModelOrigin: ImageLoader, Sendable {
                 switch answer.mode {
                 case .healthy, .slow, .noStore:
                     state.revalidations[answer.cachedETag == answer.etag ? .notModified : .newBytes, default: 0] += 1
-                case .notFound, .serverError, .truncated:
+                case .serverError:
+                    state.revalidations[.serverError, default: 0] += 1
+                case .notFound, .truncated:
                     state.revalidations[.failed, default: 0] += 1
                 }
             }

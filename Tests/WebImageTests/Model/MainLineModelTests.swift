@@ -81,9 +81,9 @@ import WebImage
         // Every entry was drawn and reached something, and every case happened, not only once in a while (a replay
         // or a short run need not reach them all).
         guard programs >= 100, !failed else { return }
-        for (id, floor) in ModelFloors.rows(fleet: redis != nil) {
+        for (id, floor) in ModelFloors.rows() {
             let row = coverage.rows[id] ?? ModelCoverage.Row()
-            let value = floor.column == .drawn ? row.drawn : floor.column.value(row)
+            let value = floor.column.value(row)
             #expect(
                 value * 100 >= programs * floor.per100Programs,
                 "\(id): \(value) \(floor.column) in \(programs) programs (\(floor.per100Programs) per 100 expected)")

@@ -82,7 +82,11 @@ struct ModelCoverage: CustomStringConvertible {
 
     static func += (lhs: inout ModelCoverage, rhs: ModelCoverage) {
         for (id, row) in rhs.rows { lhs.rows[id, default: Row()] += row }
-        lhs.cases.merge(rhs.cases, uniquingKeysWith: +)
+        for (name, count) in rhs.cases {
+            // A case named "  largest …" is a maximum, the others are counts.
+            lhs.cases[name] =
+                name.hasPrefix("  largest") ? max(lhs.cases[name] ?? 0, count) : (lhs.cases[name] ?? 0) + count
+        }
     }
 
     /// The table: one line per catalog entry in catalog order, then the program-wide cases.

@@ -30,40 +30,49 @@ enum ModelFloors {
 
     /// Every entry: drawn, and decided (options: a success or a failure other than a cancel) or reached (controls);
     /// some entries also on the column that shows they did what they are for.
-    static func rows(fleet: Bool) -> [(String, Floor)] {
+    static func rows() -> [(String, Floor)] {
         var rows: [(String, Floor)] = []
         for entry in OptionDraws.catalog {
-            rows.append((entry.id, Floor(column: .drawn, per100Programs: 20)))
             if entry.kind == .control {
+                // Wave controls are drawn per wave (12 %), the others per load.
+                let perWave = OptionDraws.waveControls.contains { $0.rawValue == entry.name }
+                rows.append((entry.id, Floor(column: .drawn, per100Programs: perWave ? 10 : 40)))
                 rows.append((entry.id, Floor(column: .reached, per100Programs: controlReached[entry.name] ?? 2)))
             } else {
-                rows.append((entry.id, Floor(column: .decided, per100Programs: 10)))
+                rows.append((entry.id, Floor(column: .drawn, per100Programs: 40)))
+                rows.append((entry.id, Floor(column: .decided, per100Programs: 15)))
             }
         }
-        rows.append(("flag progressiveLoad", Floor(column: .previews, per100Programs: 3)))
-        rows.append(("flag refreshCached", Floor(column: .notModified, per100Programs: 1)))
-        rows.append(("decodeOption convertToSRGB", Floor(column: .successes, per100Programs: 5)))
-        rows.append(("(plain)", Floor(column: .successes, per100Programs: 300)))
+        rows.append(("flag progressiveLoad", Floor(column: .previews, per100Programs: previews)))
+        rows.append(("flag refreshCached", Floor(column: .notModified, per100Programs: 7)))
+        rows.append(("decodeOption convertToSRGB", Floor(column: .successes, per100Programs: 24)))
+        rows.append(("(plain)", Floor(column: .successes, per100Programs: 290)))
         return rows
     }
 
-    /// What each control must reach per 100 programs (downloads cancelled, entries evicted, loads moved …).
+    /// Previews progressive loads get per 100 programs.
+    static let previews = 4
+
+    /// What each control must reach per 100 programs: loads it cancelled (its own load's cancel, `cancelAll`'s
+    /// running loads), downloads a loader's cancel ended, loads whose priority changed while they waited, memory
+    /// entries evicted, disk entries removed, loads waiting for admission when the bound changed, failed URLs
+    /// removed.
     static let controlReached: [String: Int] = [
-        "cancelLoad": 10, "priority": 2, "cancelAllLoads": 5, "cancelAllDownloads": 2, "cancelDownloadsForURL": 1,
-        "memoryLimits": 2, "diskLimits": 1, "downloadsAheadOfDecoding": 1, "removeFailedURLs": 1,
+        "cancelLoad": 10, "priority": 13, "cancelAllLoads": 30, "cancelAllDownloads": 14, "cancelDownloadsForURL": 3,
+        "memoryLimits": 29, "diskLimits": 12, "downloadsAheadOfDecoding": 2, "removeFailedURLs": 1,
     ]
 
     static func cases(fleet: Bool) -> [(String, Int)] {
         var cases: [(String, Int)] = [
-            ("restart", 10), ("origin 404 answer", 15), ("origin 500 answer", 15), ("origin truncated answer", 12),
-            ("origin no-store answer", 15), ("revalidation answered 304", 2),
-            ("revalidation answered 200 with new bytes", 1), ("revalidation answered 404/500/truncated", 1),
-            ("request rewritten by a modifier", 5), ("body decrypted by a decryptor", 5),
-            ("body trickled in (previews possible)", 20), ("load through an ImageTarget", 20),
-            ("success of a file with a colour profile", 100), ("colour conversion with lcms2", 5),
-            ("colour file from a cache", 20),
+            ("restart", 10), ("origin 404 answer", 11), ("origin 500 answer", 28), ("origin truncated answer", 10),
+            ("origin no-store answer", 13), ("origin slow answer", 11), ("revalidation answered 304", 11),
+            ("revalidation answered 200 with new bytes", 7), ("revalidation answered 500", 1),
+            ("request rewritten by a modifier", 23), ("body decrypted by a decryptor", 9),
+            ("body trickled in (previews possible)", 110), ("load through an ImageTarget", 100),
+            ("success of a file with a colour profile", 380), ("colour conversion with lcms2", 8),
+            ("colour file from a cache", 250), ("transfer refused by the header check", 4),
         ]
-        if fleet { cases += [("fleet program", 10), ("load on the second replica", 100)] }
+        if fleet { cases += [("fleet program", 5), ("load on the second replica", 150)] }
         return cases
     }
 }

@@ -220,8 +220,12 @@ struct ModelProgram {
             if spec.replica == 1 { coverage.note("load on the second replica") }
             if case .success(let loaded)? = record.summary.0 {
                 let signature = Signature(loaded.image)
-                if checker.reference.resampledOnly.value.contains(signature) {
-                    coverage.note("image only the decoded original's resampling gives (not a fresh decode's)")
+                if let deviation = checker.reference.resampledOnly.value[signature] {
+                    let format = spec.url.pathExtension
+                    coverage.note(
+                        "image only the decoded original's resampling gives (not a fresh decode's), \(format)")
+                    let largest = "  largest sample difference from the fresh decode, \(format)"
+                    coverage.cases[largest] = max(coverage.cases[largest] ?? 0, deviation)
                 }
                 if checker.reference.fromTruncated.value.contains(signature) {
                     coverage.note(
@@ -288,13 +292,15 @@ struct ModelProgram {
             replica.manager.maxDownloadsAheadOfDecoding = [1, 2, 3, 64].randomElement(using: &random)!
             return waiting
         case .removeFailedURLs:
+            // All of them, or one: a failed one when there is one.
             let failed = ModelWorld.urls.filter { replica.manager.isFailedURL($0) }
             if Bool.random(using: &random) {
                 replica.manager.removeAllFailedURLs()
                 return failed.count
             }
-            replica.manager.removeFailedURL(url)
-            return failed.contains(url) ? 1 : 0
+            let removed = failed.randomElement(using: &random) ?? url
+            replica.manager.removeFailedURL(removed)
+            return failed.contains(removed) ? 1 : 0
         case .cancelLoad, .priority:
             return 0
         }
@@ -311,7 +317,8 @@ struct ModelProgram {
         let revalidations = origin.revalidations
         coverage.note("revalidation answered 304", revalidations[.notModified] ?? 0)
         coverage.note("revalidation answered 200 with new bytes", revalidations[.newBytes] ?? 0)
-        coverage.note("revalidation answered 404/500/truncated", revalidations[.failed] ?? 0)
+        coverage.note("revalidation answered 500", revalidations[.serverError] ?? 0)
+        coverage.note("revalidation answered 404/truncated", revalidations[.failed] ?? 0)
         let effects = origin.contextEffects
         coverage.note("request rewritten by a modifier", effects.modified)
         coverage.note("body decrypted by a decryptor", effects.encrypted)

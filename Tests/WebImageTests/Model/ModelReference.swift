@@ -77,8 +77,8 @@ final class ModelReference: Sendable {
     /// The images a success of `spec` may deliver, with the version each is of: the reference on every version the
     /// origin served to the load's partition; from a cache, also what the default serializer's encoding of such an
     /// image decodes to under encode options a load of this URL set (a derived key's disk entry is that encoding,
-    /// as `DefaultCacheSerializer` documents); from a cache, the image without the load's own pixel budget (a
-    /// budget only refuses, and a cached image is served whatever its source's size); and, while
+    /// as `DefaultCacheSerializer` documents); from a cache, the image without the load's own budgets
+    /// (``unbudgeted(_:)``); and, while
     /// ``acceptsResampledOriginal``, the image made from a decoded original.
     func acceptable(_ spec: LoadSpec, cacheType: ImageCacheType) -> [Signature: Int] {
         var images: [Signature: Int] = [:]
@@ -99,26 +99,34 @@ final class ModelReference: Sendable {
                     if let encoded = encoded(image, with: encode, spec: spec) { images[encoded] = body.version }
                 }
             }
-            if Self.acceptsResampledOriginal, let resampled = fromDecodedOriginal(spec, body: body),
+            if Self.acceptsResampledOriginal, let (resampled, image) = fromDecodedOriginal(spec, body: body),
                 images[resampled] == nil
             {
                 images[resampled] = body.version
-                resampledOnly.withLock { _ = $0.insert(resampled) }
+                // How far it is from the fresh decode: the largest difference of a sample, straight RGBA.
+                let fresh = reference(spec, version: body.version, partition: spec.partition, truncated: body.truncated)
+                var deviation = -1
+                if let freshImage = fresh.1, freshImage.width == image.width, freshImage.height == image.height {
+                    let mine = image.pixels.straightRGBABytes()
+                    let theirs = freshImage.pixels.straightRGBABytes()
+                    deviation = zip(mine, theirs).map { abs(Int($0) - Int($1)) }.max() ?? 0
+                }
+                resampledOnly.withLock { $0[resampled] = deviation }
             }
         }
         return images
     }
 
-    /// Images that only the decoded-original path gives, and images decoded from a truncated body (counted by the
-    /// model's coverage).
-    let resampledOnly = Locked<Set<Signature>>([])
+    /// Images that only the decoded-original path gives, each with its largest sample difference from the fresh
+    /// decode (-1: another size), and images decoded from a truncated body (counted by the model's coverage).
+    let resampledOnly = Locked<[Signature: Int]>([:])
     let fromTruncated = Locked<Set<Signature>>([])
 
     /// The manager's other way to a load's image: the original decoded with the default options, then the steps
-    /// that work on pixels (first frame, the area resampling to the thumbnail or scale-down size, the upscaled
-    /// budget), then the transform;
+    /// that work on pixels (first frame — asked for, or kept by an animation budget over which the first frame is
+    /// kept —, the area resampling to the thumbnail or scale-down size, the upscaled budget), then the transform;
     /// nil when an option of the load acts inside the decoder.
-    func fromDecodedOriginal(_ spec: LoadSpec, body: ModelOrigin.Served) -> Signature? {
+    func fromDecodedOriginal(_ spec: LoadSpec, body: ModelOrigin.Served) -> (Signature, Image)? {
         let options = spec.decodeOptions
         guard !options.convertToSRGB, options.applyOrientation, options.coderOptions.isEmpty,
             spec.context.imageCoder == nil
@@ -126,7 +134,12 @@ final class ModelReference: Sendable {
         let bytes = world.origin.body(of: body)
         guard var image = try? CodersManager.decode(bytes, with: world.referenceCoders, options: ImageDecodeOptions())
         else { return nil }
-        if options.firstFrameOnly, image.isAnimated { image = image.with(frames: [image.frames[0]]) }
+        // An animation serves only a load that takes it at full size.
+        if image.isAnimated, options.thumbnailPixelSize != nil || options.scaleDownLimitBytes != nil { return nil }
+        let budget = options.animationBudget
+        if image.frameCount > budget.maxFrameCount, budget.onExceeded == .fail { return nil }
+        let overBudget = image.frameCount > budget.maxFrameCount && budget.onExceeded == .firstFrameOnly
+        if options.firstFrameOnly || overBudget, image.isAnimated { image = image.with(frames: [image.frames[0]]) }
         let target = options.targetSize(forSourceWidth: image.width, height: image.height)
         if !image.isAnimated, target.width != image.width || target.height != image.height {
             if target.width > image.width || target.height > image.height {
@@ -142,7 +155,7 @@ final class ModelReference: Sendable {
             guard let transformed = try? transformer.transform(image, forKey: "") else { return nil }
             image = transformed
         }
-        return Signature(image)
+        return (Signature(image), image)
     }
 
     /// What `image` reads back as after the default serializer wrote it with `options`.
@@ -156,13 +169,18 @@ final class ModelReference: Sendable {
         return Signature(decoded)
     }
 
-    /// The load without its own pixel budget (a budget only refuses; a cached image of the key may be served
-    /// whatever its source's size, and then meet the rest of the load's steps).
+    /// The load without its own budgets — the pixel budget, and an animation budget that fails when exceeded: a
+    /// budget only refuses, and a cached image of the key is served whatever its source's size or frame count (then
+    /// meeting the rest of the load's steps).
     func unbudgeted(_ spec: LoadSpec) -> LoadSpec? {
-        guard spec.decodeOptions.maxPixelCount != ImageDecodeOptions.defaultMaxPixelCount else { return nil }
-        var unbudgeted = spec
         var decode = spec.context.imageDecodeOptions ?? ImageDecodeOptions()
+        let options = spec.decodeOptions
+        let pixelBudget = options.maxPixelCount != ImageDecodeOptions.defaultMaxPixelCount
+        let frameBudget = options.animationBudget != .default && options.animationBudget.onExceeded == .fail
+        guard pixelBudget || frameBudget else { return nil }
         decode.maxPixelCount = ImageDecodeOptions.defaultMaxPixelCount
+        if frameBudget { decode.animationBudget = .default }
+        var unbudgeted = spec
         unbudgeted.context.imageDecodeOptions = decode
         return unbudgeted
     }
