@@ -18,13 +18,16 @@ demo: deps
 test: test-deps
 	IMAGE_CORPUS="$${IMAGE_CORPUS:-$(CORPUS)}" scripts/test.sh
 
-## Replays one program of the main-line model test (Tests/WebImageTests/MainLineModelTests.swift) from the seed a
-## failure printed: make replay SEED=<seed>
+## Replays one program of the main-line model test (Tests/WebImageTests/Model/MainLineModelTests.swift) or one case
+## of the non-interference property (NonInterferenceTests.swift) from the seed a failure printed:
+## make replay SEED=<seed> [SUITE=MainLineModel|NonInterference]
+SUITE ?= MainLineModel
 replay: test-deps
-	@test -n "$(SEED)" || { echo "make replay SEED=<seed>: the seed a MainLineModelTests failure printed"; exit 2; }
+	@test -n "$(SEED)" || { echo "make replay SEED=<seed> [SUITE=MainLineModel|NonInterference]: the seed a failure printed"; exit 2; }
+	@case "$(SUITE)" in MainLineModel|NonInterference) ;; *) echo "SUITE is MainLineModel or NonInterference"; exit 2;; esac
 	WEBIMAGE_TARGETS=WebImageTests $(SWIFT) build --build-tests --scratch-path .build-replay
-	MODEL_SEED=$(SEED) WEBIMAGE_TARGETS=WebImageTests $(SWIFT) test --skip-build --scratch-path .build-replay \
-		--filter MainLineModelTests
+	MODEL_SEED=$(SEED) NI_SEED=$(SEED) WEBIMAGE_TARGETS=WebImageTests $(SWIFT) test --skip-build \
+		--scratch-path .build-replay --filter '$(SUITE)Tests/'
 
 lint:
 	$(SWIFT) format lint --strict --recursive --configuration .swift-format Package.swift Sources Plugins Tests Examples Benchmarks/Benchmarks

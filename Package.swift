@@ -251,7 +251,16 @@ let package = Package(
                 "ImageTransformers", "ImageTestSupport",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]),
-        .testTarget(name: "WebImageTests", dependencies: ["WebImage", "ImageTestSupport"]),
+        // The main-line model and the non-interference property (issue 32) run a second manager against a real
+        // redis-server through RedisCache (fleet coalescing); the fixture picks a free port with NIO.
+        .testTarget(
+            name: "WebImageTests",
+            dependencies: [
+                "WebImage", "ImageTestSupport", "RedisCache",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ]),
         .testTarget(
             name: "ImageServiceTests",
             dependencies: [

@@ -106,7 +106,16 @@ public final class TestCoder: ProgressiveImageCoder, Sendable {
         try options.checkPixelBudget(width: properties.width, height: properties.height)
         let size = options.targetSize(forSourceWidth: properties.width, height: properties.height)
         let bytes = [UInt8](data)
-        let count = options.firstFrameOnly ? 1 : frames
+        // The animation budget, as the real animated coders honour it: over the frame limit, fail or keep the
+        // first frame.
+        var count = options.firstFrameOnly ? 1 : frames
+        if count > options.animationBudget.maxFrameCount {
+            if options.animationBudget.onExceeded == .firstFrameOnly {
+                count = 1
+            } else {
+                try options.animationBudget.checkFrameCount(count)
+            }
+        }
         let tint = options.coderOptions[Tint.self] ?? 0
         let imageFrames = (0..<count).map { index -> ImageFrame in
             let color = Array(bytes[(9 + index * 4)..<(13 + index * 4)])
@@ -215,12 +224,19 @@ final class TestIncrementalDecoder: IncrementalImageDecoder {
     func currentImage() throws -> Image? {
         if isFinal { return try coder.decode(data, options: options) }
         guard data.count >= 13, let properties = coder.probe(data) else { return nil }
+        // The whole decode's options, as the final image gets them: budget, size, the tint.
+        try options.checkPixelBudget(width: properties.width, height: properties.height)
+        let size = options.targetSize(forSourceWidth: properties.width, height: properties.height)
         let bytes = [UInt8](data)
-        let pixels = [UInt8](repeating: 0, count: properties.width * properties.height * 4).enumerated().map {
-            bytes[9 + $0.offset % 4]
+        let tint = options.coderOptions[TestCoder.Tint.self] ?? 0
+        let color = [bytes[9], bytes[10] ^ tint, bytes[11], bytes[12]]
+        let pixels = [UInt8](repeating: 0, count: size.width * size.height * 4).enumerated().map {
+            color[$0.offset % 4]
         }
         return Image(
-            pixels: PixelBuffer(width: properties.width, height: properties.height, layout: .rgba8, bytes: pixels),
-            format: .testImage, metadata: ImageMetadata(isPartial: true))
+            pixels: PixelBuffer(width: size.width, height: size.height, layout: .rgba8, bytes: pixels),
+            format: .testImage,
+            metadata: ImageMetadata(
+                sourcePixelWidth: properties.width, sourcePixelHeight: properties.height, isPartial: true))
     }
 }

@@ -105,7 +105,10 @@ extension FetchJob {
             // Cut-short bytes: delivered as decoded, marked, and kept nowhere (the key means the whole image).
             let incomplete = decoded.image.metadata.isIncomplete && !plan.storesIncompleteImages
             let canonical =
-                !incomplete && plan.isCanonical(decoded: decoded.image, transformSkipped: transformSkipped)
+                !incomplete
+                && plan.isCanonical(
+                    decoded: decoded.image, sourceFrameCount: decoded.sourceFrameCount,
+                    transformSkipped: transformSkipped)
             // A plain key's canonical image is exactly the decode of the original bytes; so is the first frame of a
             // still source when nothing else changed it (the decode observed one frame).
             let firstFrameOfStill = plan.isDerivedOnlyByFirstFrame && decoded.sourceFrameCount == 1

@@ -84,7 +84,9 @@ extension FetchJob {
                 preview !== box.lastPreview
             else { continue }
             box.lastPreview = preview
-            deliverPreview(preview, key: key)
+            // A partial animation shows one frame; its final image is an animation all the same (the header says).
+            let frames = (plan.coder ?? manager.coders).probe(data)?.frameCount ?? preview.frameCount
+            deliverPreview(preview, key: key, sourceIsAnimated: frames > 1)
         }
     }
 
@@ -98,8 +100,9 @@ extension FetchJob {
         return CodersManager.makeIncrementalDecoder(with: progressive, options: options)
     }
 
-    /// Delivers `preview` to every progressive subscriber of `key`, transformed once per distinct transformer.
-    private func deliverPreview(_ preview: Image, key: DecodeKey) {
+    /// Delivers `preview` to every progressive subscriber of `key`, transformed once per distinct transformer — as
+    /// the final image is: a preview of an animation only with ``ImageOptions/transformAnimatedImage``.
+    private func deliverPreview(_ preview: Image, key: DecodeKey, sourceIsAnimated: Bool) {
         let subscribers = state.withLock { state in
             state.machine.subscribers.values.filter {
                 $0.decodeKey == key && $0.info.plan.options.contains(.progressiveLoad)
@@ -110,7 +113,7 @@ extension FetchJob {
             let plan = subscriber.info.plan
             var image = preview
             if let transformer = plan.transformer,
-                !preview.isAnimated || plan.options.contains(.transformAnimatedImage)
+                !(preview.isAnimated || sourceIsAnimated) || plan.options.contains(.transformAnimatedImage)
             {
                 let transformerKey = transformer.transformerKey
                 if let done = transformed[transformerKey] {

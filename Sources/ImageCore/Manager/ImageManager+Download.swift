@@ -29,7 +29,7 @@ extension ImageManager {
             switch name {
             case "cookies", "insecure": fields.append((name, ""))
             case "partition": fields.append((name, plan.partitionKey ?? ""))
-            case "etag,lastModified": break  // The validators of the entry revalidated, below.
+            case "etag,lastModified": break  // The validators the loader gets, below.
             default:
                 if let key = traits.pluginDownloadKeys.first(where: { $0.rawValue == name }) {
                     fields.append(("plugin:" + name, plan.context[key].map { String(describing: $0) } ?? ""))
@@ -44,8 +44,12 @@ extension ImageManager {
         if let cached {
             context.loaderCachedImage = cached.image
             context.loaderCachedMetadata = cached.metadata
-            fields.append(("etag", cached.metadata?.etag ?? ""))
-            fields.append(("lastModified", cached.metadata?.lastModified ?? ""))
+        }
+        // The validators the loader sends: the revalidated entry's, or ones the caller set in the context. A load
+        // that brings its own may get a 304, which a load without them must never share.
+        if cached != nil || context.loaderCachedMetadata != nil {
+            fields.append(("etag", context.loaderCachedMetadata?.etag ?? ""))
+            fields.append(("lastModified", context.loaderCachedMetadata?.lastModified ?? ""))
         }
         if !plan.isShareable || traits.isolatesDownload { fields.append(("isolated", String(nextID()))) }
         let loaderContext = context

@@ -131,7 +131,8 @@ struct LoadLookup {
     /// - a transformed key holding an animation (made with ``ImageOptions/transformAnimatedImage``) cannot serve
     ///   a load without that option, which wants the untransformed animation;
     /// - with a scale-down budget, an image over the budget cannot be served (the load decodes smaller);
-    /// - first-frame-only loads get the first frame of an animation.
+    /// - first-frame-only loads get the first frame of an animation, and so do loads whose animation budget keeps
+    ///   the first frame of an animation over it (`onExceeded: .firstFrameOnly`), as their decode would.
     static func deliverable(
         fromCached image: Image, transformed: Bool, options: ImageOptions, decodeOptions: ImageDecodeOptions
     ) -> Image? {
@@ -140,7 +141,9 @@ struct LoadLookup {
             let (pixels, overflow) = image.width.multipliedReportingOverflow(by: image.height)
             if overflow || pixels > limit / 4 { return nil }
         }
-        if decodeOptions.firstFrameOnly, image.isAnimated { return image.with(frames: [image.frames[0]]) }
+        let budget = decodeOptions.animationBudget
+        let overBudget = image.frameCount > budget.maxFrameCount && budget.onExceeded == .firstFrameOnly
+        if decodeOptions.firstFrameOnly || overBudget, image.isAnimated { return image.with(frames: [image.frames[0]]) }
         return image
     }
 }

@@ -251,10 +251,12 @@ final class LoadPlan: Sendable {
     }
 
     /// True when an image decoded from the original with this load's options is what its key means, so it may be
-    /// stored under the key: not shrunk by the scale-down budget, and transformed if the key says so. (A first-frame
-    /// decode is what its key means: `frames(first)` is a key part.)
-    func isCanonical(decoded image: Image, transformSkipped: Bool) -> Bool {
+    /// stored under the key: not shrunk by the scale-down budget, every frame of the source unless the key says
+    /// first frame (an animation budget with `onExceeded: .firstFrameOnly` may keep only the first), and transformed
+    /// if the key says so. (A first-frame decode is what its key means: `frames(first)` is a key part.)
+    func isCanonical(decoded image: Image, sourceFrameCount: Int?, transformSkipped: Bool) -> Bool {
         if transformSkipped { return false }
+        if !decodeOptions.firstFrameOnly, let frames = sourceFrameCount, image.frameCount < frames { return false }
         if decodeOptions.scaleDownLimitBytes != nil {
             guard let width = image.metadata.sourcePixelWidth, let height = image.metadata.sourcePixelHeight else {
                 return false
