@@ -8,19 +8,19 @@ public import ImageCore
 /// Decoding uses libpng's simplified API, which returns status codes (no longjmp). Every colour type and bit
 /// depth is supported: output is RGBA8 with straight alpha when the image has alpha (alpha channel or tRNS),
 /// RGB8 for colour and palette images, gray8 for gray ones; 16-bit samples are reduced to 8 bits; gAMA, sRGB and
-/// cHRM are resolved by libpng to sRGB; the iCCP profile and eXIf bytes go to ``ImageMetadata``. PNG orientation
-/// (eXIf) is reported in `metadata.exif` but not applied.
+/// cHRM are resolved by libpng to sRGB; the iCCP profile and eXIf bytes go to ``/ImageCore/ImageMetadata``. PNG
+/// orientation (eXIf) is reported in `metadata.exif` but not applied.
 ///
 /// APNG: Debian's libpng 1.6.39 has no APNG support, so the coder reads `acTL`, `fcTL` and `fdAT` itself and
 /// feeds libpng one frame at a time (each frame as a still PNG stream); it composites every dispose and blend
 /// op at the frame offsets onto an RGBA8 canvas. An animated decode returns the first frame plus an on-demand
-/// provider, unless ``ImageDecodeOptions/preloadAllFrames`` or ``ImageDecodeOptions/firstFrameOnly`` is set; the
-/// default image is a frame only when its `fcTL` precedes the `IDAT`. Loop count from `num_plays`, delays from
-/// `delay_num / delay_den` (`delay_den` 0 means 100; 10 ms or less plays at 100 ms, as browsers do). Frame count,
-/// whole-animation pixels and decoding work are checked from `acTL` / `fcTL` before any pixel is decoded. A file
-/// whose `acTL` must be ignored is a still PNG; a damaged animation (sequence errors, frames outside the canvas,
-/// `fdAT` before `fcTL`, fewer frames than `num_frames`) fails with `badImageData`: see the DocC article
-/// "APNG" for the rules and why.
+/// provider, unless ``/ImageCore/ImageDecodeOptions/preloadAllFrames`` or
+/// ``/ImageCore/ImageDecodeOptions/firstFrameOnly`` is set; the default image is a frame only when its `fcTL` precedes
+/// the `IDAT`. Loop count from `num_plays`, delays from `delay_num / delay_den` (`delay_den` 0 means 100; 10 ms or less
+/// plays at 100 ms, as browsers do). Frame count, whole-animation pixels and decoding work are checked from `acTL` /
+/// `fcTL` before any pixel is decoded. A file whose `acTL` must be ignored is a still PNG; a damaged animation
+/// (sequence errors, frames outside the canvas, `fdAT` before `fcTL`, fewer frames than `num_frames`) fails with
+/// `badImageData`: see the DocC article "APNG" for the rules and why.
 ///
 /// The pixel budget is checked against the IHDR size read by this coder before libpng allocates anything.
 /// Thumbnails and scale-down shrink while decoding: rows are read a strip at a time and area-averaged into the
@@ -30,10 +30,10 @@ public import ImageCore
 ///
 /// Threading: stateless and `Sendable`; decode and encode may run concurrently from any threads and block the
 /// calling thread, so call them from a decode pool, not the cooperative pool.
-/// Errors: ``ImageError`` with `badImageData`, `imageTooLarge` (decode) or `encodeFailed`; the libpng message is the
-/// underlying ``PNGLibraryError``.
+/// Errors: ``/ImageCore/ImageError`` with `badImageData`, `imageTooLarge` (decode) or `encodeFailed`; the libpng
+/// message is the underlying ``PNGLibraryError``.
 public final class PNGCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendable {
-    /// The shared instance to register with ``CodersManager``.
+    /// The shared instance to register with ``/ImageCore/CodersManager``.
     public static let shared = PNGCoder()
 
     /// Creates a coder; it holds no state, so ``shared`` is usually enough.
@@ -46,24 +46,24 @@ public final class PNGCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendable
 
     /// Decodes `data`: a still PNG, or an APNG's first frame plus a provider, every frame, or only the first.
     ///
-    /// - Throws: ``ImageError`` `imageTooLarge` when IHDR exceeds `options.maxPixelCount` or an animation exceeds
-    ///   its ``AnimationBudget``, `badImageData` otherwise.
+    /// - Throws: ``/ImageCore/ImageError`` `imageTooLarge` when IHDR exceeds `options.maxPixelCount` or an animation
+    ///   exceeds its ``/ImageCore/AnimationBudget``, `badImageData` otherwise.
     public func decode(_ data: Data, options: ImageDecodeOptions) throws -> Image {
         try PNGDecoder.decode(data, options: options)
     }
 
-    /// True for ``ImageFormat/png``.
+    /// True for ``/ImageCore/ImageFormat/png``.
     public func canEncode(to format: ImageFormat) -> Bool { format == .png }
 
     /// Encodes `image` as PNG, or as APNG when it has several frames and `firstFrameOnly` is off; see
-    /// ``ImageEncodeOptions/effort`` for the speed trade-off.
+    /// ``/ImageCore/ImageEncodeOptions/effort`` for the speed trade-off.
     ///
     /// `.fast` is zlib level 1 with one filter (use it wherever the SDK encodes on its own), `.balanced` libpng's
     /// default, `.best` zlib 9 with every filter; `progressive` writes Adam7. An APNG holds every frame whole
     /// (dispose `none`, blend `source`), the first frame as the default image, the durations in milliseconds and
-    /// the loop count; frames beyond the image's ``AnimationBudget`` are refused before any is encoded (or dropped
-    /// to the first with the `firstFrameOnly` policy).
-    /// - Throws: ``ImageError`` `noCoder` for another format, `encodeFailed` when libpng fails.
+    /// the loop count; frames beyond the image's ``/ImageCore/AnimationBudget`` are refused before any is encoded (or
+    /// dropped to the first with the `firstFrameOnly` policy).
+    /// - Throws: ``/ImageCore/ImageError`` `noCoder` for another format, `encodeFailed` when libpng fails.
     public func encode(_ image: Image, as format: ImageFormat, options: ImageEncodeOptions) throws -> Data {
         guard format == .png else {
             throw ImageError(.noCoder, stage: .encode, message: "PNGCoder cannot encode \(format)")
@@ -76,7 +76,7 @@ public final class PNGCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendable
 
     /// Opens `data` as an animation: an APNG's frame index (no pixel is decoded), or a still PNG as one frame.
     ///
-    /// - Throws: ``ImageError`` `badImageData` or `imageTooLarge` (see ``decode(_:options:)``).
+    /// - Throws: ``/ImageCore/ImageError`` `badImageData` or `imageTooLarge` (see ``decode(_:options:)``).
     public func makeAnimatedProvider(for data: Data, options: ImageDecodeOptions) throws -> any AnimatedImageProvider {
         let chunks = try PNGDecoder.header(of: data, scanAll: true)
         try options.checkPixelBudget(width: chunks.width, height: chunks.height)
@@ -109,7 +109,8 @@ public final class PNGCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendable
     /// True once the prefix shows the PNG signature.
     public func canIncrementallyDecode(_ data: Data) -> Bool { canDecode(data) }
 
-    /// Creates a decoder fed with a growing prefix (libpng's progressive reader); see ``IncrementalImageDecoder``.
+    /// Creates a decoder fed with a growing prefix (libpng's progressive reader); see
+    /// ``/ImageCore/IncrementalImageDecoder``.
     public func makeIncrementalDecoder(options: ImageDecodeOptions) -> any IncrementalImageDecoder {
         PNGIncrementalDecoder(options: options)
     }
