@@ -54,7 +54,7 @@ if [ "${SKIP_DOCS:-0}" != "1" ]; then
     scripts/api-check.sh
     step "DocC reference: every product, no warning, static-hosting copy"
     scripts/docs.sh >.build/docs-output.txt 2>&1 || { tail -60 .build/docs-output.txt; exit 1; }
-    tail -1 .build/docs-output.txt
+    tail -2 .build/docs-output.txt
 fi
 
 passed=$(grep -cE '^✔ Test .* passed' .build/test-output.txt || true)
@@ -96,7 +96,7 @@ if [ "${SKIP_EXAMPLES:-0}" != "1" ]; then
     # The README's blocks, every product's landing page (<Name>.docc/<Name>.md) and the cache-key article.
     pages=()
     for page in Sources/*/*.docc/*.md Plugins/*/*.docc/*.md; do
-        [ "$(basename "$page" .md)" = "$(basename "$(dirname "$page")" .docc)" ] && pages+=("$page")
+        if [ "$(basename "$page" .md)" = "$(basename "$(dirname "$page")" .docc)" ]; then pages+=("$page"); fi
     done
     scripts/readme-snippets.sh README.md "${pages[@]}" Sources/ImageCore/ImageCore.docc/CacheKeys.md
 fi
