@@ -2,7 +2,7 @@
 SWIFT ?= swift
 CORPUS ?= $(abspath ../shared/corpus)
 
-.PHONY: demo test deps test-deps lint format bench bench-proxy bench-vips fuzz soak docs replay
+.PHONY: demo test deps test-deps lint format bench bench-proxy bench-vips fuzz soak docs docs-serve api-check api-baseline replay
 
 deps:
 	@scripts/install-deps.sh
@@ -59,13 +59,26 @@ soak: deps
 	$(SWIFT) run --skip-build image-soak --seconds $${SOAK_SECONDS:-1800} --csv Benchmarks/soak.csv
 	/usr/bin/python3 Benchmarks/soak_plot.py Benchmarks/soak.csv Benchmarks/soak.png "image-soak, $${SOAK_SECONDS:-1800} s"
 
-## API documentation (swift-docc-plugin): one DocC archive per product plus a combined one, in
-## .build/plugins/Swift-DocC/outputs (combined: WebImage.doccarchive; per product: intermediates/). Combined mode
-## lets a catalog link to another product's symbols with a leading slash (``/ImageCore/ImageError``).
-DOC_TARGETS = ImageCore PNGCoder JPEGCoder WebPCoder GIFCoder AVIFCoder HEIFCoder JXLCoder ColorManagement MemoryCache DiskCache HTTPLoader RedisCache ImageTransformers WebImage ImageServiceQuery ImageService
-## Fails when DocC warns about a catalog page (a broken link, an unknown topic).
+## API documentation (swift-docc-plugin, scripts/docs.sh): one DocC archive per product plus a combined one, in
+## .build/plugins/Swift-DocC/outputs (combined: WebImage.doccarchive; per product: intermediates/), and a copy for
+## static hosting in .build/docs-site (make docs-serve). Combined mode lets a catalog link to another product's
+## symbols with a leading slash (``/ImageCore/ImageError``). Documents every library product (each needs a catalog
+## with a landing page); fails on any DocC warning, in catalog pages and in /// comments alike, and when a landing
+## page does not open with a snippet or states another version than CHANGELOG.md. DOC_TARGETS="A B" narrows it.
 docs: deps
-	@mkdir -p .build
-	bash -o pipefail -c '$(SWIFT) package generate-documentation --enable-experimental-combined-documentation \
-		$(addprefix --target ,$(DOC_TARGETS)) 2>&1 | tee .build/docs.log'
-	@! grep -B1 -E -- '^ *--> [^ ]*\.md:' .build/docs.log || { echo "make docs: DocC warns about a catalog page (above)"; exit 1; }
+	scripts/docs.sh $(DOC_TARGETS)
+
+## Serves the static copy of `make docs` on 127.0.0.1 (DocC's pages need HTTP, not file://); PORT=8000 by default.
+docs-serve:
+	@test -f .build/docs-site/index.html || { echo "make docs-serve: run make docs first"; exit 2; }
+	@echo "http://127.0.0.1:$${PORT:-8000}/documentation/"
+	/usr/bin/python3 -m http.server $${PORT:-8000} --bind 127.0.0.1 --directory .build/docs-site
+
+## The public API of every library product against the baseline revision in .api-baseline (swift-api-digester);
+## fails on a break that CHANGELOG.md does not list under Unreleased → Breaking. See CONTRIBUTING.md.
+api-check: deps
+	scripts/api-check.sh
+
+## Rewrites api-baseline/<commit>/ for the revision in .api-baseline (builds that revision: a cold build).
+api-baseline: deps
+	scripts/api-check.sh --baseline

@@ -229,7 +229,8 @@ let package = Package(
         .testTarget(
             name: "HTTPLoaderTests",
             dependencies: [
-                "HTTPLoader", "ImageTestSupport", "PNGCoder",
+                // DiskCache: ImageErrorCodeTests raises every ImageError code, cacheFailure from a disk store.
+                "HTTPLoader", "ImageTestSupport", "PNGCoder", "DiskCache",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

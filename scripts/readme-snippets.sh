@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Compiles every ```swift block of README.md as a new user would, and runs the ones that are programs.
+# Compiles every ```swift block of README.md (or of the Markdown files given: the DocC landing pages) as a new user
+# would, and runs the ones that are programs.
 #
 # Each block becomes the main.swift of its own executable target in a fresh package (generated under
 # .build/readme-snippets) that depends on the SDK by path, on exactly the SDK products the block imports; nothing
@@ -12,12 +13,15 @@
 # The image at each such URL is made with Pillow from its extension (.jpg, .png, .webp, .gif); a run passes
 # when the program exits 0 within the time limit and the server answered every URL of the block with 200.
 #
-# Usage: scripts/readme-snippets.sh [FILE]      (default README.md; any Markdown file with swift blocks)
+# Usage: scripts/readme-snippets.sh [FILE...]   (default README.md; any Markdown files with swift blocks, each
+#        must have one; all blocks of all files build as one package, so the SDK builds once)
 # Environment: EXAMPLES_SCRATCH  a scratch path to build in (shared with the examples, so their build is reused);
 #              SWIFT, SNIPPET_TIMEOUT (seconds per run, default 120).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-readme=$(realpath "${1:-$root/README.md}")
+if [ "$#" -eq 0 ]; then set -- "$root/README.md"; fi
+files=()
+for file in "$@"; do files+=("$(realpath "$file")"); done
 swift=${SWIFT:-swift}
 fail() { echo "readme-snippets: FAIL: $*" >&2; exit 1; }
 
@@ -48,48 +52,52 @@ for _ in $(seq 100); do
 done
 base="http://127.0.0.1:$port"
 
-# Extract the blocks into the package and write the plan: one line per block, "target<TAB>mode<TAB>line<TAB>paths".
-"$python" - "$readme" "$root" "$package" "$base" "$work/site" >"$work/plan.tsv" <<'PY'
+# Extract the blocks into the package and write the plan: one line per block,
+# "target<TAB>mode<TAB>file<TAB>line<TAB>paths".
+"$python" - "$root" "$package" "$base" "$work/site" "${files[@]}" >"$work/plan.tsv" <<'PY'
 import os, re, shutil, sys
 from PIL import Image, ImageDraw
 
-readme, root, package, base, site = sys.argv[1:]
+root, package, base, site, *files = sys.argv[1:]
 products = re.findall(r'\.library\(\s*name:\s*"(\w+)"', open(os.path.join(root, "Package.swift")).read())
-lines = open(readme).read().split("\n")
 marker = re.compile(r'^\s*<!--\s*snippet:\s*([\w-]+)\b.*-->\s*$')
 fence = re.compile(r'^(\s*)(```+|~~~+)\s*(\S*)')
-blocks, i = [], 0
-while i < len(lines):
-    m = fence.match(lines[i])
-    if not m:
+blocks = []
+for readme in files:
+    lines, i, found = open(readme).read().split("\n"), 0, 0
+    while i < len(lines):
+        m = fence.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        indent, close, language = m.group(1), m.group(2), m.group(3)
+        start, body, i = i, [], i + 1
+        while i < len(lines) and not lines[i].strip().startswith(close):
+            body.append(lines[i][len(indent):] if lines[i].startswith(indent) else lines[i])
+            i += 1
         i += 1
-        continue
-    indent, close, language = m.group(1), m.group(2), m.group(3)
-    start, body, i = i, [], i + 1
-    while i < len(lines) and not lines[i].strip().startswith(close):
-        body.append(lines[i][len(indent):] if lines[i].startswith(indent) else lines[i])
-        i += 1
-    i += 1
-    if language != "swift":
-        continue
-    previous = start - 1
-    while previous >= 0 and not lines[previous].strip():
-        previous -= 1
-    mode = "run"
-    if previous >= 0 and (mm := marker.match(lines[previous])):
-        mode = mm.group(1)
-        if mode not in ("run", "compile-only", "skip"):
-            sys.exit(f"{readme}:{previous + 1}: unknown snippet mode '{mode}' (run, compile-only, skip)")
-    blocks.append((start + 2, mode, "\n".join(body) + "\n"))  # line of the block's first code line (1-based)
-if not blocks:
-    sys.exit(f"{readme}: no ```swift block found")
+        if language != "swift":
+            continue
+        previous = start - 1
+        while previous >= 0 and not lines[previous].strip():
+            previous -= 1
+        mode = "run"
+        if previous >= 0 and (mm := marker.match(lines[previous])):
+            mode = mm.group(1)
+            if mode not in ("run", "compile-only", "skip"):
+                sys.exit(f"{readme}:{previous + 1}: unknown snippet mode '{mode}' (run, compile-only, skip)")
+        # The line of the block's first code line (1-based).
+        blocks.append((readme, start + 2, mode, "\n".join(body) + "\n"))
+        found += 1
+    if not found:
+        sys.exit(f"{readme}: no ```swift block found")
 
 shutil.rmtree(os.path.join(package, "Sources"), ignore_errors=True)
 targets = []
-for number, (line, mode, code) in enumerate(blocks, 1):
+for number, (readme, line, mode, code) in enumerate(blocks, 1):
     name = f"Snippet{number}"
     if mode == "skip":
-        print(f"{name}\tskip\t{line}\t")
+        print(f"{name}\tskip\t{readme}\t{line}\t")
         continue
     paths = sorted(set(re.findall(r'https://example\.com(/[^\s"\\)]*)', code)))
     code = code.replace("https://example.com/", base + "/")
@@ -110,7 +118,7 @@ for number, (line, mode, code) in enumerate(blocks, 1):
         if ext not in formats:
             sys.exit(f"{readme}:{line}: no test image for {path} (known: {', '.join(formats)})")
         picture.save(file, formats[ext])
-    print(f"{name}\t{mode}\t{line}\t{' '.join(paths)}")
+    print(f"{name}\t{mode}\t{readme}\t{line}\t{' '.join(paths)}")
 
 def dependency(product):
     return f'.product(name: "{product}", package: "WebImage")'
@@ -118,7 +126,7 @@ target_lines = ",\n".join(
     f'        .executableTarget(name: "{name}", dependencies: [{", ".join(dependency(p) for p in uses)}])'
     for name, uses in targets)
 manifest = f'''// swift-tools-version:6.0
-// Generated by scripts/readme-snippets.sh from {os.path.relpath(readme, root)}: one target per swift block.
+// Generated by scripts/readme-snippets.sh from {len(files)} Markdown file(s): one target per swift block.
 import PackageDescription
 
 let package = Package(
@@ -137,40 +145,40 @@ PY
 
 scratch=()
 [ -n "${EXAMPLES_SCRATCH:-}" ] && scratch=(--scratch-path "$EXAMPLES_SCRATCH")
-echo "readme-snippets: $(wc -l <"$work/plan.tsv") swift block(s) of $readme:"
-while IFS=$'\t' read -r target mode line paths; do
-    echo "  line $line: $target ($mode)"
+echo "readme-snippets: $(wc -l <"$work/plan.tsv") swift block(s) of ${#files[@]} file(s):"
+while IFS=$'\t' read -r target mode file line paths; do
+    echo "  ${file#"$root"/}:$line: $target ($mode)"
 done <"$work/plan.tsv"
 
-# One build for every block. Errors name Sources/SnippetN/main.swift:L; print them as README lines too.
+# One build for every block. Errors name Sources/SnippetN/main.swift:L; print them as Markdown lines too.
 set +e
 $swift build --package-path "$package" "${scratch[@]}" 2>&1 | tee "$work/build.log"
 status=${PIPESTATUS[0]}
 set -e
 if [ "$status" -ne 0 ]; then
-    while IFS=$'\t' read -r target mode line paths; do
+    while IFS=$'\t' read -r target mode file line paths; do
         grep -oE "Sources/$target/main\.swift:[0-9]+:[0-9]+: error: .*" "$work/build.log" | sort -u \
             | while IFS=: read -r _ l c rest; do
-                echo "$readme:$((line + l - 1)):$c:$rest"
+                echo "$file:$((line + l - 1)):$c:$rest"
             done
     done <"$work/plan.tsv" >&2
-    fail "a swift block of $readme does not compile as written"
+    fail "a swift block does not compile as written (above)"
 fi
 bin=$($swift build --package-path "$package" "${scratch[@]}" --show-bin-path)
 
 ran=0
-while IFS=$'\t' read -r target mode line paths; do
+while IFS=$'\t' read -r target mode file line paths; do
     [ "$mode" = run ] || continue
-    echo "==> $target (README line $line)"
+    echo "==> $target (${file#"$root"/}:$line)"
     mkdir -p "$work/$target-cache"
     set +e
     XDG_CACHE_HOME="$work/$target-cache" timeout "${SNIPPET_TIMEOUT:-120}" "$bin/$target" </dev/null
     status=$?
     set -e
-    [ "$status" -eq 0 ] || fail "the block at $readme:$line exited with status $status"
+    [ "$status" -eq 0 ] || fail "the block at $file:$line exited with status $status"
     for path in $paths; do
         grep -qF "\"GET $path HTTP/1.1\" 200" "$work/server.log" \
-            || fail "the block at $readme:$line never loaded $path from the local server"
+            || fail "the block at $file:$line never loaded $path from the local server"
     done
     ran=$((ran + 1))
 done <"$work/plan.tsv"

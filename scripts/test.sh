@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Every test of the project: the package suites, the coder suites under AddressSanitizer, and the examples.
-# Environment: IMAGE_CORPUS (the shared conformance corpus), SKIP_ASAN=1 / SKIP_EXAMPLES=1 to shorten local runs,
+# Every test of the project: the package suites, the API check and the DocC reference, the coder suites under
+# AddressSanitizer, the examples and the README's and DocC pages' snippets.
+# Environment: IMAGE_CORPUS (the shared conformance corpus), SKIP_ASAN=1 / SKIP_EXAMPLES=1 / SKIP_DOCS=1 (the API
+# check and the reference) to shorten local runs,
 # SOAK_SECONDS (default 120) for the soak's length,
 # RUN_FUZZ=1 to build the libFuzzer targets (FUZZ_TARGETS, default all) and run each for FUZZ_SECONDS (default 20).
 set -euo pipefail
@@ -45,6 +47,16 @@ step "soak: mixed good and hostile traffic for ${SOAK_SECONDS:-120} s, resources
 soak_kinds=${SOAK_KINDS:-hit,miss,animatedThumbnail,slow,cancelSlow,cancelStall,truncated,garbage,bomb,serverError}
 $swift run --skip-build image-soak --seconds "${SOAK_SECONDS:-120}" --kinds "$soak_kinds" --csv .build/soak.csv
 
+if [ "${SKIP_DOCS:-0}" != "1" ]; then
+    # Both reuse the debug build above: the API check compares it with the committed digests of the baseline
+    # (api-baseline/), the reference extracts its symbol graphs from it.
+    step "API check: the public API against .api-baseline, breaks listed in CHANGELOG.md"
+    scripts/api-check.sh
+    step "DocC reference: every product, no warning, static-hosting copy"
+    scripts/docs.sh >.build/docs-output.txt 2>&1 || { tail -60 .build/docs-output.txt; exit 1; }
+    tail -2 .build/docs-output.txt
+fi
+
 passed=$(grep -cE '^✔ Test .* passed' .build/test-output.txt || true)
 failed=$(grep -cE '^✘ Test .* failed' .build/test-output.txt || true)
 
@@ -80,8 +92,13 @@ if [ "${SKIP_EXAMPLES:-0}" != "1" ]; then
             (cd "$example" && $swift build)
         fi
     done
-    step "README snippets"
-    scripts/readme-snippets.sh
+    step "README and DocC snippets"
+    # The README's blocks, every product's landing page (<Name>.docc/<Name>.md) and the cache-key article.
+    pages=()
+    for page in Sources/*/*.docc/*.md Plugins/*/*.docc/*.md; do
+        if [ "$(basename "$page" .md)" = "$(basename "$(dirname "$page")" .docc)" ]; then pages+=("$page"); fi
+    done
+    scripts/readme-snippets.sh README.md "${pages[@]}" Sources/ImageCore/ImageCore.docc/CacheKeys.md
 fi
 
 step "all tests passed"

@@ -8,17 +8,18 @@ import ImageCore
 /// Register it with `CodersManager.shared.addCoder(AVIFCoder.shared)`. Decoding converts to 8-bit RGB(A), or
 /// gray for monochrome files, with alpha premultiplied only when the file says its colour is premultiplied.
 /// `clap`, `irot` and `imir` are applied by default, like EXIF orientation in JPEG; with
-/// ``ImageDecodeOptions/applyOrientation`` false the stored pixels come back and ``ImageMetadata/orientation``
-/// tells the rotation and mirror. ICC and EXIF land in ``ImageMetadata``. Image sequences (`avis`) decode as
-/// animations: the first frame plus an on-demand provider, unless ``ImageDecodeOptions/preloadAllFrames`` or
-/// ``ImageDecodeOptions/firstFrameOnly`` is set; durations come from the track, the loop count from its edit
-/// list (none: forever). Thumbnails: AV1 has no reduced decode, so the YUV planes are decoded at full size, but
-/// their conversion to RGB runs a strip of rows at a time into the shared area reducer; full-size RGB never exists
-/// (the pixels are exactly those of a full conversion, area-averaged).
+/// ``/ImageCore/ImageDecodeOptions/applyOrientation`` false the stored pixels come back and
+/// ``/ImageCore/ImageMetadata/orientation`` tells the rotation and mirror. ICC and EXIF land in
+/// ``/ImageCore/ImageMetadata``. Image sequences (`avis`) decode as animations: the first frame plus an on-demand
+/// provider, unless ``/ImageCore/ImageDecodeOptions/preloadAllFrames`` or
+/// ``/ImageCore/ImageDecodeOptions/firstFrameOnly`` is set; durations come from the track, the loop count from its edit
+/// list (none: forever). Thumbnails: AV1 has no reduced decode, so the YUV planes are decoded at full size, but their
+/// conversion to RGB runs a strip of rows at a time into the shared area reducer; full-size RGB never exists (the
+/// pixels are exactly those of a full conversion, area-averaged).
 ///
 /// Budgets: before libavif runs, the coder reads the container itself (``probe(_:)``: the primary item's
 /// `ispe`, a sequence's frame size and sample count) and refuses, with `imageTooLarge`, a frame over
-/// ``ImageDecodeOptions/maxPixelCount``, a sequence over the frame budget, or preloaded frames whose total
+/// ``/ImageCore/ImageDecodeOptions/maxPixelCount``, a sequence over the frame budget, or preloaded frames whose total
 /// exceeds the pixel budget; libavif's `imageSizeLimit`, `imageDimensionLimit` and `imageCountLimit` are set
 /// from the same budget and checked again after parsing, before any AV1 decoding.
 ///
@@ -26,7 +27,7 @@ import ImageCore
 /// when the linked libavif has no encoder.
 ///
 /// Threading: thread-safe; each call owns its libavif objects, and an animation's provider serializes its
-/// decoder. Calls block: run them on the decode pool. Errors: ``ImageError`` `badImageData` (with
+/// decoder. Calls block: run them on the decode pool. Errors: ``/ImageCore/ImageError`` `badImageData` (with
 /// ``AVIFLibError`` as the cause), `imageTooLarge`, `encodeFailed`, `noCoder` (no AV1 codec in libavif).
 public final class AVIFCoder: ProgressiveImageCoder, AnimatedImageCoder, ReportingImageCoder, Sendable {
     /// The shared instance to register (single-threaded AV1 decoding: the SDK decodes on several threads).
@@ -64,7 +65,7 @@ public final class AVIFCoder: ProgressiveImageCoder, AnimatedImageCoder, Reporti
     /// True for ISO-BMFF files whose `ftyp` names the `avif` or `avis` brand.
     public func canDecode(_ data: Data) -> Bool { ImageFormat.detect(data) == .avif }
 
-    /// True for ``ImageFormat/avif`` when libavif has an AV1 encoder.
+    /// True for ``/ImageCore/ImageFormat/avif`` when libavif has an AV1 encoder.
     public func canEncode(to format: ImageFormat) -> Bool { format == .avif && Self.hasEncoder }
 
     /// Reads the stored size (the primary item's `ispe`, or a sequence track's size) and the frame count from the
@@ -79,7 +80,7 @@ public final class AVIFCoder: ProgressiveImageCoder, AnimatedImageCoder, Reporti
 
     /// Decodes `data` per `options`: a still, or the first frame plus a provider, every frame, or only the first.
     ///
-    /// - Throws: ``ImageError`` `badImageData`, `imageTooLarge` or `noCoder`.
+    /// - Throws: ``/ImageCore/ImageError`` `badImageData`, `imageTooLarge` or `noCoder`.
     public func decode(_ data: Data, options: ImageDecodeOptions) throws -> Image {
         let reader = try open(data, options: options)
         let count = reader.frameCount
@@ -107,7 +108,7 @@ public final class AVIFCoder: ProgressiveImageCoder, AnimatedImageCoder, Reporti
 
     /// Opens `data` as an animation (a still is a one-frame animation); parses the container, decodes nothing.
     ///
-    /// - Throws: ``ImageError`` `badImageData`, `imageTooLarge` or `noCoder`.
+    /// - Throws: ``/ImageCore/ImageError`` `badImageData`, `imageTooLarge` or `noCoder`.
     public func makeAnimatedProvider(for data: Data, options: ImageDecodeOptions) throws -> any AnimatedImageProvider {
         var onDemand = options
         onDemand.preloadAllFrames = false
@@ -124,7 +125,7 @@ public final class AVIFCoder: ProgressiveImageCoder, AnimatedImageCoder, Reporti
 
     /// A decoder that shows the rows libavif can decode from the bytes so far (tiles of a grid image as they
     /// arrive); a single-tile image, the common case, shows nothing until complete. ImageCore's
-    /// ``IncrementalDecoder`` with AVIF's step.
+    /// ``/ImageCore/IncrementalDecoder`` with AVIF's step.
     public func makeIncrementalDecoder(options: ImageDecodeOptions) -> any IncrementalImageDecoder {
         IncrementalDecoder(options: options, step: AVIFIncrementalStep(coder: self, options: options))
     }
@@ -137,7 +138,7 @@ public final class AVIFCoder: ProgressiveImageCoder, AnimatedImageCoder, Reporti
     /// `maxFileSize` lowers the quality step by step and returns the smallest result when nothing fits.
     /// Pixels kept in a stored orientation are written with the matching `irot` / `imir`.
     ///
-    /// - Throws: ``ImageError`` `encodeFailed` (no AV1 encoder, or libavif's status as the cause).
+    /// - Throws: ``/ImageCore/ImageError`` `encodeFailed` (no AV1 encoder, or libavif's status as the cause).
     public func encode(_ image: Image, as format: ImageFormat, options: ImageEncodeOptions) throws -> Data {
         guard format == .avif else {
             throw ImageError(.noCoder, stage: .encode, message: "AVIFCoder cannot encode \(format)")

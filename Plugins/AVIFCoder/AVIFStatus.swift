@@ -2,7 +2,7 @@ internal import CAVIF
 import ImageCore
 
 /// A libavif status (`avifResult`) and the decoder's or encoder's diagnostic text, carried as the cause of an
-/// ``ImageError``.
+/// ``/ImageCore/ImageError``.
 public struct AVIFLibError: Error, Sendable, CustomStringConvertible {
     /// The numeric `avifResult`; -1 for failures libavif reports without a status (a NULL handle).
     public let code: Int

@@ -2,8 +2,8 @@ internal import CLCMS2
 import ImageCore
 import Synchronization
 
-/// Converts ICC-tagged and CMYK pixels to sRGB with Little CMS 2 (lcms2): the ``ColorConverter`` behind
-/// ``ImageDecodeOptions/convertToSRGB``.
+/// Converts ICC-tagged and CMYK pixels to sRGB with Little CMS 2 (lcms2): the ``/ImageCore/ColorConverter`` behind
+/// ``/ImageCore/ImageDecodeOptions/convertToSRGB``.
 ///
 /// Register it once, then turn the option on where colours must be right (a thumbnail service):
 ///
@@ -21,10 +21,10 @@ import Synchronization
 ///
 /// Threading: thread-safe. Transforms are built once per (profile, pixel format) and kept in a small cache behind
 /// a `Mutex` (built outside it); lcms2 runs them without its one-pixel cache, so one transform serves every thread.
-/// Calls block: run them on the decode pool. Errors: ``ImageError`` `badImageData` (stage `decode`) with an
+/// Calls block: run them on the decode pool. Errors: ``/ImageCore/ImageError`` `badImageData` (stage `decode`) with an
 /// ``LCMSError`` cause when lcms2 refuses the profile.
 public final class LCMSColorConverter: ColorConverter, Sendable {
-    /// The shared converter to register with ``ColorConversion/register(_:)``.
+    /// The shared converter to register with ``/ImageCore/ColorConversion/register(_:)``.
     public static let shared = LCMSColorConverter()
 
     /// How colours outside sRGB's gamut are brought in (ICC rendering intents).
@@ -60,7 +60,7 @@ public final class LCMSColorConverter: ColorConverter, Sendable {
 
     /// Converts 8-bit RGB or gray pixels described by `iccProfile` to sRGB, keeping the layout.
     ///
-    /// - Throws: ``ImageError`` `badImageData` when lcms2 refuses the profile or it does not fit the layout.
+    /// - Throws: ``/ImageCore/ImageError`` `badImageData` when lcms2 refuses the profile or it does not fit the layout.
     public func convertToSRGB(_ pixels: PixelBuffer, iccProfile: [UInt8]) throws -> PixelBuffer {
         let model: ColorModel = pixels.layout == .rgb8 || pixels.layout == .rgba8 ? .rgb : .gray
         try requireModel(of: iccProfile, is: model)
@@ -85,7 +85,7 @@ public final class LCMSColorConverter: ColorConverter, Sendable {
 
     /// Converts raw samples to 8-bit sRGB (`rgb8`/`rgba8` for RGB and CMYK, `gray8`/`grayAlpha8` for gray).
     ///
-    /// - Throws: ``ImageError`` `badImageData` when lcms2 refuses the profile, or for CMYK with alpha.
+    /// - Throws: ``/ImageCore/ImageError`` `badImageData` when lcms2 refuses the profile, or for CMYK with alpha.
     public func convertToSRGB(_ samples: ColorSamples, iccProfile: [UInt8]?) throws -> PixelBuffer {
         if samples.model == .cmyk {
             guard !samples.hasAlpha else {

@@ -1,7 +1,7 @@
 internal import CLCMS2
 import ImageCore
 
-/// lcms2's failure to open a profile or build a transform, carried as the cause of an ``ImageError``.
+/// lcms2's failure to open a profile or build a transform, carried as the cause of an ``/ImageCore/ImageError``.
 public struct LCMSError: Error, Sendable, CustomStringConvertible {
     /// What lcms2 refused.
     public let description: String

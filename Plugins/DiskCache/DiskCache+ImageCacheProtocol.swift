@@ -5,7 +5,7 @@ extension DiskCache {
     /// Looks `key` up on disk when `cacheType` has `.disk`.
     ///
     /// Answers on the read pool, or on the caller's thread before returning with
-    /// ``ImageCore/ImageOptions/queryDiskDataSync``. A hit carries the bytes and metadata, never an image (the
+    /// ``/ImageCore/ImageOptions/queryDiskDataSync``. A hit carries the bytes and metadata, never an image (the
     /// manager decodes). Corrupt and expired entries are misses; an unreadable file is a `cacheFailure`.
     /// Returns a ``ImageCore/CacheQueryOperation`` (nil when the query completed before returning) that keeps the
     /// protocol's cancel contract: cancelling it before the answer completes the query with `cancelled` at once,
@@ -49,8 +49,8 @@ extension DiskCache {
     ///
     /// Visible to queries at once; written on the write pool after any earlier work on the same key (stores of
     /// one key land in call order), after which the completion runs there (await it for
-    /// ``ImageCore/ImageOptions/waitStoreCache``; completions of one key's stores may run in any order). A failure leaves the
-    /// previous entry intact. When the write backlog is full the store is dropped: the completion gets
+    /// ``/ImageCore/ImageOptions/waitStoreCache``; completions of one key's stores may run in any order). A failure
+    /// leaves the previous entry intact. When the write backlog is full the store is dropped: the completion gets
     /// `cacheFailure` caused by ``DiskCacheWriteBacklogFull`` before this returns, and queries keep answering
     /// with the previous entry. In a directory the cache does not own (``DiskCache/ownsDirectory``) the
     /// completion gets `cacheFailure` caused by ``DiskCacheDirectoryNotOwned``.

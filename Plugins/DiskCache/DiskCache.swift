@@ -8,10 +8,10 @@ import Synchronization
 ///
 /// - One file per entry in a namespace directory (``DiskCacheConfiguration/directory``), named `v2-`, the BLAKE3
 ///   of the whole key and a short extension (naming and format version 2: entries of version 1 are clean misses
-///   and sweeps remove them); the file holds a small header with the ``ImageCore/CacheEntryMetadata`` and then
+///   and sweeps remove them); the file holds a small header with the ``/ImageCore/CacheEntryMetadata`` and then
 ///   the bytes as given. Entries are published by writing a temporary file in the same directory and renaming
 ///   it, so readers — in this process or another — never see a torn entry. A caller's extended data
-///   (``ImageCore/CacheEntryMetadata/extendedData``, at most ``maxExtendedDataSize`` bytes) is kept in an
+///   (``/ImageCore/CacheEntryMetadata/extendedData``, at most ``maxExtendedDataSize`` bytes) is kept in an
 ///   extended attribute of the entry's file: it is replaced with the entry and can be changed alone
 ///   (``setExtendedData(_:forKey:)``).
 /// - The access time used for expiry and LRU trimming is the file's modification time, which the cache sets
@@ -25,7 +25,7 @@ import Synchronization
 ///   eventually for all of them. ``maxDiskSize`` and ``maxDiskAge`` can be changed while the cache runs; the next
 ///   store or sweep honours them.
 /// - Garbage, truncated, hostile and wrong-key entry files are misses and are removed (the header decoder
-///   throws a typed ``DiskEntryCodecError``, never traps). A file larger than
+///   throws a typed `DiskEntryCodecError`, never traps). A file larger than
 ///   ``DiskCacheConfiguration/maxEntrySize`` (plus its header) is never read into memory: a miss, removed. A
 ///   file truncated, rewritten with truncation or extended by someone else while it is read is a miss, never
 ///   wrong bytes (the cache's own writers never change a published file); a same-size overwrite in place by
@@ -68,7 +68,7 @@ public final class DiskCache: ImageCacheProtocol, Sendable {
         return current
     }
 
-    /// The most bytes of extended data (``ImageCore/CacheEntryMetadata/extendedData``) one entry may have: 2 KiB.
+    /// The most bytes of extended data (``/ImageCore/CacheEntryMetadata/extendedData``) one entry may have: 2 KiB.
     /// More fails with `cacheFailure` caused by ``DiskCacheExtendedDataTooLarge``.
     public static let maxExtendedDataSize = DiskExtendedData.maxSize
 
@@ -188,7 +188,7 @@ public final class DiskCache: ImageCacheProtocol, Sendable {
     /// Reads the entry for `key` on the caller's thread; nil on a miss (absent, expired, corrupt).
     ///
     /// A hit refreshes the entry's access time when it is older than the granularity.
-    /// - Throws: ``ImageCore/ImageError`` `cacheFailure` (stage `cacheQuery`) when the file exists but cannot
+    /// - Throws: ``/ImageCore/ImageError`` `cacheFailure` (stage `cacheQuery`) when the file exists but cannot
     ///   be read (permissions, I/O error); the cause is a ``DiskCacheIOError``.
     public func entry(forKey key: String) throws(ImageError) -> DiskCacheEntry? {
         let name = DiskFileNaming.entryName(forKey: key)
@@ -222,7 +222,7 @@ public final class DiskCache: ImageCacheProtocol, Sendable {
     ///
     /// `originalKey` and, when absent, `storedAt` of the metadata are filled in; its `extendedData` is stored with
     /// the entry (see ``setExtendedData(_:forKey:)``).
-    /// - Throws: ``ImageCore/ImageError`` `cacheFailure` (stage `cacheStore`) when the file cannot be written
+    /// - Throws: ``/ImageCore/ImageError`` `cacheFailure` (stage `cacheStore`) when the file cannot be written
     ///   (disk full, read-only, a file system without extended attributes for extended data, …), the entry alone
     ///   exceeds the entry size limit, or the extended data exceeds ``maxExtendedDataSize`` (caused by
     ///   ``DiskCacheExtendedDataTooLarge``); the previous entry for `key` is then intact.
@@ -236,7 +236,7 @@ public final class DiskCache: ImageCacheProtocol, Sendable {
     /// when the entry has none or there is no entry.
     ///
     /// Blocking, like ``entry(forKey:)`` (it reads the entry).
-    /// - Throws: ``ImageCore/ImageError`` `cacheFailure` when the file exists but cannot be read.
+    /// - Throws: ``/ImageCore/ImageError`` `cacheFailure` when the file exists but cannot be read.
     public func extendedData(forKey key: String) throws(ImageError) -> Data? {
         try entry(forKey: key)?.metadata.extendedData
     }
@@ -250,7 +250,7 @@ public final class DiskCache: ImageCacheProtocol, Sendable {
     /// `metadata.extendedData`. Another process replacing the entry at the same moment wins or loses as a whole;
     /// the data never lands on another key's entry.
     /// - Returns: false when there is no entry for `key` (nothing is stored).
-    /// - Throws: ``ImageCore/ImageError`` `cacheFailure` (stage `cacheStore`) when `data` is larger than
+    /// - Throws: ``/ImageCore/ImageError`` `cacheFailure` (stage `cacheStore`) when `data` is larger than
     ///   ``maxExtendedDataSize`` (caused by ``DiskCacheExtendedDataTooLarge``; nothing changes), or the file
     ///   system refuses (no extended attributes: `EOPNOTSUPP` in a ``DiskCacheIOError``).
     @discardableResult
@@ -307,7 +307,7 @@ public final class DiskCache: ImageCacheProtocol, Sendable {
     /// Entries whose key this cache already holds are dropped; unreadable and foreign files are left in place.
     /// The old directory is removed when it ends up empty.
     /// - Returns: the number of entries moved.
-    /// - Throws: ``ImageCore/ImageError`` `cacheFailure` when the old directory cannot be read.
+    /// - Throws: ``/ImageCore/ImageError`` `cacheFailure` when the old directory cannot be read.
     @discardableResult
     public func migrate(from oldDirectory: URL) throws(ImageError) -> Int {
         try runInline(lane: nil) { performMigration(from: oldDirectory.standardizedFileURL.path) }.get()

@@ -7,14 +7,14 @@ import ImageCore
 /// logical screen (RGBA, straight alpha, transparent start), honours all disposal methods, clips frames that
 /// reach outside the screen, reads the NETSCAPE2.0 loop count (1 when absent, 0 forever) and clamps delays of
 /// 10 ms or less to 100 ms as browsers do. Animated decodes return the first frame plus an on-demand provider
-/// unless ``ImageDecodeOptions/preloadAllFrames`` or ``ImageDecodeOptions/firstFrameOnly`` is set. A file that ends
-/// after a whole frame without its trailer decodes, as in browsers, marked ``ImageMetadata/isIncomplete``; one that
+/// unless ``/ImageCore/ImageDecodeOptions/preloadAllFrames`` or ``/ImageCore/ImageDecodeOptions/firstFrameOnly`` is set. A file that ends
+/// after a whole frame without its trailer decodes, as in browsers, marked ``/ImageCore/ImageMetadata/isIncomplete``; one that
 /// ends inside a frame fails.
 ///
 /// Threading: stateless and thread-safe; each call uses its own giflib handle. Calls block: run them on the
-/// decode pool, not the cooperative pool. Errors: ``ImageError`` `badImageData` (giflib's code and text as the
-/// cause), `imageTooLarge` (canvas or any frame over ``ImageDecodeOptions/maxPixelCount``, checked before any
-/// pixel allocation), `encodeFailed`.
+/// decode pool, not the cooperative pool. Errors: ``/ImageCore/ImageError`` `badImageData` (giflib's code and text as
+/// the cause), `imageTooLarge` (canvas or any frame over ``/ImageCore/ImageDecodeOptions/maxPixelCount``, checked
+/// before any pixel allocation), `encodeFailed`.
 public final class GIFCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendable {
     /// The shared instance to register.
     public static let shared = GIFCoder()
@@ -25,7 +25,7 @@ public final class GIFCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendable
     /// True for data starting with `GIF87a` or `GIF89a`.
     public func canDecode(_ data: Data) -> Bool { ImageFormat.detect(data) == .gif }
 
-    /// True for ``ImageFormat/gif``.
+    /// True for ``/ImageCore/ImageFormat/gif``.
     public func canEncode(to format: ImageFormat) -> Bool { format == .gif }
 
     /// Reads the logical screen size from the first 10 bytes, and the frame count by walking the blocks (nil when
@@ -41,7 +41,7 @@ public final class GIFCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendable
     /// Decodes `data`: the first frame plus a provider, every frame, or only the first, per `options`.
     ///
     /// Thumbnail and scale-down sizes are met by decoding at full size and area-averaging each frame down.
-    /// - Throws: ``ImageError`` `badImageData` or `imageTooLarge`.
+    /// - Throws: ``/ImageCore/ImageError`` `badImageData` or `imageTooLarge`.
     public func decode(_ data: Data, options: ImageDecodeOptions) throws -> Image {
         let bytes = [UInt8](data)
         let structure = try GIFStructure.scan(bytes, options: options)
@@ -50,7 +50,7 @@ public final class GIFCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendable
 
     /// Opens `data` as an animation (frame index only; no pixels are decoded).
     ///
-    /// - Throws: ``ImageError`` `badImageData` or `imageTooLarge`.
+    /// - Throws: ``/ImageCore/ImageError`` `badImageData` or `imageTooLarge`.
     public func makeAnimatedProvider(for data: Data, options: ImageDecodeOptions) throws -> any AnimatedImageProvider {
         let bytes = [UInt8](data)
         let structure = try GIFStructure.scan(bytes, options: options)
@@ -66,7 +66,7 @@ public final class GIFCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendable
     /// True when `data` starts like a GIF (the header may still be incomplete).
     public func canIncrementallyDecode(_ data: Data) -> Bool { canDecode(data) }
 
-    /// A decoder that shows the first frame once its bytes are complete (ImageCore's ``IncrementalDecoder`` with
+    /// A decoder that shows the first frame once its bytes are complete (ImageCore's ``/ImageCore/IncrementalDecoder`` with
     /// GIF's step).
     public func makeIncrementalDecoder(options: ImageDecodeOptions) -> any IncrementalImageDecoder {
         IncrementalDecoder(options: options, step: GIFIncrementalStep(coder: self, options: options))
@@ -77,7 +77,7 @@ public final class GIFCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendable
     /// Up to 256 colours (255 plus transparency) are kept exactly; more are reduced by median cut. Alpha below
     /// 128 becomes the transparent index. `maxPixelSize` downsizes first; `quality` and `maxFileSize` do not
     /// apply (GIF has no quality knob).
-    /// - Throws: ``ImageError`` `encodeFailed`.
+    /// - Throws: ``/ImageCore/ImageError`` `encodeFailed`.
     public func encode(_ image: Image, as format: ImageFormat, options: ImageEncodeOptions) throws -> Data {
         guard format == .gif else {
             throw ImageError(.noCoder, stage: .encode, message: "GIFCoder cannot encode \(format)")

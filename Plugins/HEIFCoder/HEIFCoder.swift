@@ -5,17 +5,18 @@ public import ImageCore
 /// Decodes HEIC and HEIF (HEVC in HEIF, and other codecs libheif has) and encodes HEIC, with libheif.
 ///
 /// Register it with `CodersManager.shared.addCoder(HEIFCoder.shared)`. It decodes files whose `ftyp` brands say
-/// HEIC or HEIF (``ImageFormat/heic``, ``ImageFormat/heif``); AVIF files (brands `avif`, `avis`) are left to
-/// `AVIFCoder`.
+/// HEIC or HEIF (``/ImageCore/ImageFormat/heic``, ``/ImageCore/ImageFormat/heif``); AVIF files (brands `avif`, `avis`)
+/// are left to `AVIFCoder`.
 ///
 /// Decoding returns the primary image: grids assembled, `clap` / `irot` / `imir` applied by default (with
-/// ``ImageDecodeOptions/applyOrientation`` false the stored pixels come back and ``ImageMetadata/orientation``
-/// tells the rotation and mirror; EXIF orientation is never applied, HEIF's own properties rule), alpha (an
-/// auxiliary image) as RGBA, premultiplied only when the file says so, monochrome as gray. Samples deeper than 8
-/// bits are reduced to 8 by libheif, or — when ``ImageDecodeOptions/convertToSRGB`` applies to an ICC-tagged
-/// image — handed at 16 bits to the registered ``ColorConverter`` first. The ICC profile (`colr` `prof`/`rICC`;
-/// an `nclx` description is not turned into a profile) and the EXIF block land in ``ImageMetadata``. Thumbnails
-/// decode at full size, then go through the shared area resampler.
+/// ``/ImageCore/ImageDecodeOptions/applyOrientation`` false the stored pixels come back and
+/// ``/ImageCore/ImageMetadata/orientation`` tells the rotation and mirror; EXIF orientation is never applied, HEIF's
+/// own properties rule), alpha (an auxiliary image) as RGBA, premultiplied only when the file says so, monochrome as
+/// gray. Samples deeper than 8 bits are reduced to 8 by libheif, or — when
+/// ``/ImageCore/ImageDecodeOptions/convertToSRGB`` applies to an ICC-tagged image — handed at 16 bits to the registered
+/// ``/ImageCore/ColorConverter`` first. The ICC profile (`colr` `prof`/`rICC`; an `nclx` description is not turned into
+/// a profile) and the EXIF block land in ``/ImageCore/ImageMetadata``. Thumbnails decode at full size, then go through
+/// the shared area resampler.
 ///
 /// Image sequences: libheif 1.15 has no sequence API, so a file with a `meta` box decodes as its primary image and
 /// a sequence-only file (`msf1` without `meta`) is refused with `badImageData`.
@@ -25,15 +26,15 @@ public import ImageCore
 /// not match rows × columns or whose tiles are missing, lie outside the file or do not cover the grid, coded
 /// items without a size, `ipma` indices past `ipco`, and `clap` with zero denominators — the graphs on which
 /// libheif 1.15 loops or fails deep inside. The pixel budget is checked from the primary item's `ispe`, every
-/// grid's output and every tile (their sum may be at most twice ``ImageDecodeOptions/maxPixelCount``)
+/// grid's output and every tile (their sum may be at most twice ``/ImageCore/ImageDecodeOptions/maxPixelCount``)
 /// before any decoding: over it, `imageTooLarge`.
 ///
 /// Encoding writes HEIC with libheif's HEVC encoder (x265 in Debian's libheif); ``canEncode(to:)`` is false and
 /// ``encode(_:as:options:)`` throws `encodeFailed` when the linked libheif has none (see ``encoders``).
 ///
 /// Threading: thread-safe; each call owns its libheif objects. Calls block: run them on the decode pool.
-/// Errors: ``ImageError`` `badImageData` (``HEIFLibError`` or the container check as the cause), `imageTooLarge`,
-/// `encodeFailed`, `noCoder` (a format other than HEIC asked of the encoder).
+/// Errors: ``/ImageCore/ImageError`` `badImageData` (``HEIFLibError`` or the container check as the cause),
+/// `imageTooLarge`, `encodeFailed`, `noCoder` (a format other than HEIC asked of the encoder).
 public final class HEIFCoder: ImageCoder, Sendable {
     /// The shared instance to register (tiles decoded on the calling thread: the SDK decodes on several threads).
     public static let shared = HEIFCoder()
@@ -98,7 +99,7 @@ public final class HEIFCoder: ImageCoder, Sendable {
         return format == .heic || format == .heif
     }
 
-    /// True for ``ImageFormat/heic`` when libheif has an HEVC encoder.
+    /// True for ``/ImageCore/ImageFormat/heic`` when libheif has an HEVC encoder.
     public func canEncode(to format: ImageFormat) -> Bool { format == .heic && Self.canEncodeHEIC }
 
     /// The primary item's stored (`ispe`) size from the coder's own container walk; nil when the container is not
@@ -115,7 +116,7 @@ public final class HEIFCoder: ImageCoder, Sendable {
 
     /// Decodes the primary image of `data` per `options`.
     ///
-    /// - Throws: ``ImageError`` `badImageData` (a malformed container, libheif's error) or `imageTooLarge`.
+    /// - Throws: ``/ImageCore/ImageError`` `badImageData` (a malformed container, libheif's error) or `imageTooLarge`.
     public func decode(_ data: Data, options: ImageDecodeOptions) throws -> Image {
         let format = ImageFormat.detect(data)
         guard format == .heic || format == .heif else {
@@ -126,7 +127,8 @@ public final class HEIFCoder: ImageCoder, Sendable {
 
     /// Encodes the first frame of `image` as HEIC; see ``HEIFCoder`` for what is written.
     ///
-    /// - Throws: ``ImageError`` `noCoder` for another format, `encodeFailed` (no HEVC encoder, or libheif's error).
+    /// - Throws: ``/ImageCore/ImageError`` `noCoder` for another format, `encodeFailed` (no HEVC encoder, or libheif's
+    ///   error).
     public func encode(_ image: Image, as format: ImageFormat, options: ImageEncodeOptions) throws -> Data {
         guard format == .heic else {
             throw ImageError(.noCoder, stage: .encode, message: "HEIFCoder cannot encode \(format)")

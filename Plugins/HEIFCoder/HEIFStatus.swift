@@ -1,7 +1,7 @@
 internal import CHEIF
 import ImageCore
 
-/// A libheif error (`heif_error`), carried as the cause of an ``ImageError``.
+/// A libheif error (`heif_error`), carried as the cause of an ``/ImageCore/ImageError``.
 public struct HEIFLibError: Error, Sendable, CustomStringConvertible {
     /// `heif_error_code`.
     public let code: Int

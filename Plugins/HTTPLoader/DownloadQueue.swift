@@ -8,8 +8,9 @@ public enum DownloadExecutionOrder: Sendable, Hashable {
     case lifo
 }
 
-/// The priority of one transfer in the loader's queue, from ``ImageOptions/highPriority`` / ``ImageOptions/lowPriority``,
-/// or set later on the load's operation (``/ImageCore/PrioritizableOperation``).
+/// The priority of one transfer in the loader's queue, from ``/ImageCore/ImageOptions/highPriority`` /
+/// ``/ImageCore/ImageOptions/lowPriority``, or set later on the load's operation
+/// (``/ImageCore/PrioritizableOperation``).
 public enum DownloadPriority: Int, Sendable, Hashable, Comparable {
     /// Started only when no normal or high download waits.
     case low = 0

@@ -1,8 +1,8 @@
 import Foundation
 import Synchronization
 
-/// A bounded in-memory cookie jar for loads with ``ImageOptions/handleCookies`` (without that option the loader
-/// neither sends nor stores cookies).
+/// A bounded in-memory cookie jar for loads with ``/ImageCore/ImageOptions/handleCookies`` (without that option the
+/// loader neither sends nor stores cookies).
 ///
 /// Scope: what image CDNs use (session and signed-access cookies). It stores `Set-Cookie` answers (including
 /// those on redirects) by domain, path and name; honours `Domain`, `Path`, `Max-Age`, `Expires`, `Secure`; and
@@ -64,7 +64,8 @@ public final class HTTPCookieJar: Sendable {
     /// Number of stored cookies (expired ones included until the next lookup).
     public var count: Int { state.withLock { $0.cookies.count } }
 
-    /// True when no cookie is stored (cheap: the loader asks it for every load with ``ImageOptions/handleCookies``).
+    /// True when no cookie is stored (cheap: the loader asks it for every load with
+    /// ``/ImageCore/ImageOptions/handleCookies``).
     public var isEmpty: Bool { state.withLock { $0.cookies.isEmpty } }
 
     /// Removes every cookie.

@@ -10,11 +10,12 @@ import Synchronization
 /// Loads `http` and `https` images with AsyncHTTPClient: SDWebImageDownloader for servers.
 ///
 /// A queue in front of the client admits at most ``HTTPLoaderConfiguration/maxConcurrentDownloads`` transfers
-/// (FIFO or LIFO, ``ImageOptions/highPriority`` first, ``ImageOptions/lowPriority`` last). Identical requests —
-/// same method, URL and headers after the modifiers — share one transfer; every caller still gets its own
-/// ``ImageOperation``, and cancelling it completes only that caller with `cancelled` (the last one leaving
-/// cancels the transfer and closes its connection). With ``ImageOptions/refreshCached`` and a
-/// ``ImageContext/loaderCachedMetadata`` the request is conditional and a 304 completes with `cacheNotModified`.
+/// (FIFO or LIFO, ``/ImageCore/ImageOptions/highPriority`` first, ``/ImageCore/ImageOptions/lowPriority`` last).
+/// Identical requests — same method, URL and headers after the modifiers — share one transfer; every caller still gets
+/// its own ``/ImageCore/ImageOperation``, and cancelling it completes only that caller with `cancelled` (the last one
+/// leaving cancels the transfer and closes its connection). With ``/ImageCore/ImageOptions/refreshCached`` and a
+/// ``/ImageCore/ImageContext/loaderCachedMetadata`` the request is conditional and a 304 completes with
+/// `cacheNotModified`.
 ///
 /// Modifiers: the configuration's request modifier, then the context's, shape the request; a load with a request
 /// modifier in its context gets a transfer of its own. The configuration's response modifier, then the context's
@@ -24,17 +25,17 @@ import Synchronization
 ///
 /// Limits: see ``HTTPLoaderConfiguration`` for the idle timeout, the total deadline and the minimum rate (one
 /// watchdog timer per loader enforces the last two), the response size and the redirect rules. Every caller's
-/// ``ImageContext/downloadHeaderCheck`` judges the first bytes: a caller whose check rejects them fails alone with
-/// the check's error, and when no caller is left the connection is closed at once.
+/// ``/ImageCore/ImageContext/downloadHeaderCheck`` judges the first bytes: a caller whose check rejects them fails
+/// alone with the check's error, and when no caller is left the connection is closed at once.
 ///
 /// Credentials: ``requestCarriesCredentials(for:options:context:)`` tells the manager which loads must not be
 /// shared; inside the loader, requests that differ in any header (credentials included) never share a transfer.
-/// With ``ImageOptions/handleCookies`` cookies are kept per ``ImageContext/cachePartitionKey`` (``HTTPCookieJar``):
-/// one tenant's cookies never go out on another tenant's load.
+/// With ``/ImageCore/ImageOptions/handleCookies`` cookies are kept per ``/ImageCore/ImageContext/cachePartitionKey``
+/// (``HTTPCookieJar``): one tenant's cookies never go out on another tenant's load.
 ///
 /// Control: ``cancelAllDownloads()`` and ``cancelDownloads(for:)`` cancel transfers without shutting the loader
 /// down (SDWebImageDownloader's `cancelAllDownloads`); the operation `requestImage` returns is a
-/// ``PrioritizableOperation`` whose priority reorders the queue while the transfer waits (Nuke's
+/// ``/ImageCore/PrioritizableOperation`` whose priority reorders the queue while the transfer waits (Nuke's
 /// `ImageTask.priority`); a transfer runs at the highest priority of its callers.
 ///
 /// Threading: `requestImage` returns at once and never calls back before it returned. Progress and completion
@@ -58,8 +59,8 @@ public final class HTTPLoader: ImageLoader {
     public let configuration: HTTPLoaderConfiguration
     /// The cancel registry of this loader's downloads (``downloadControl(for:)``).
     let control = DownloadControl()
-    /// The cookies stored and sent for loads with ``ImageOptions/handleCookies``, per
-    /// ``ImageContext/cachePartitionKey``.
+    /// The cookies stored and sent for loads with ``/ImageCore/ImageOptions/handleCookies``, per
+    /// ``/ImageCore/ImageContext/cachePartitionKey``.
     public let cookieJar: HTTPCookieJar
 
     let logger: Logger
@@ -246,18 +247,18 @@ public final class HTTPLoader: ImageLoader {
 
     /// Starts (or joins) the transfer of `url`; see the type's documentation for the rules.
     ///
-    /// The returned operation is a ``PrioritizableOperation``: its priority starts at what
-    /// ``ImageOptions/highPriority`` / ``ImageOptions/lowPriority`` ask for.
+    /// The returned operation is a ``/ImageCore/PrioritizableOperation``: its priority starts at what
+    /// ``/ImageCore/ImageOptions/highPriority`` / ``/ImageCore/ImageOptions/lowPriority`` ask for.
     ///
     /// Errors: `invalidURL` (not http/https), `cancelled` (cancelled, a request modifier returned nil, or the
     /// loader was shut down or cancelled its downloads), `invalidDownloadStatusCode` (with the status, after the
     /// response modifiers), `invalidDownloadContentType`, `invalidDownloadResponse` (a response modifier returned
-    /// nil, redirect loop or limit), ``ImageError/Code/redirectRefused``, `downloadTooLarge`, `timedOut` (idle
-    /// timeout, deadline, minimum rate), `downloadFailed` (connection, DNS, TLS, reset, truncated body; AHC's
-    /// error as `underlying`), `cacheNotModified` (304 for ``ImageOptions/refreshCached``), `badImageData` (the
-    /// decryptor returned nil), or whatever the context's ``ImageContext/downloadHeaderCheck`` rejected the bytes
-    /// with. A failure after the response head arrived carries that response (``ImageError/response``: status
-    /// and headers), so a caller can log why it was refused.
+    /// nil, redirect loop or limit), ``ImageCore/ImageError/Code/redirectRefused``, `downloadTooLarge`, `timedOut`
+    /// (idle timeout, deadline, minimum rate), `downloadFailed` (connection, DNS, TLS, reset, truncated body; AHC's
+    /// error as `underlying`), `cacheNotModified` (304 for ``/ImageCore/ImageOptions/refreshCached``), `badImageData`
+    /// (the decryptor returned nil), or whatever the context's ``/ImageCore/ImageContext/downloadHeaderCheck`` rejected
+    /// the bytes with. A failure after the response head arrived carries that response
+    /// (``/ImageCore/ImageError/response``: status and headers), so a caller can log why it was refused.
     public func requestImage(
         with url: URL, options: ImageOptions, context: ImageContext, progress: (@Sendable (LoadProgress) -> Void)?,
         completion: @escaping @Sendable (Result<LoadedImageData, ImageError>) -> Void
@@ -283,9 +284,10 @@ public final class HTTPLoader: ImageLoader {
 
     /// True when the request for `url` would carry credentials: ``HTTPLoaderConfiguration/credentials``, an
     /// `Authorization`, `Proxy-Authorization` or `Cookie` default header, a request modifier (in the
-    /// configuration or the context: it may add anything), or, with ``ImageOptions/handleCookies``, a cookie the
-    /// jar holds for `url` in the load's partition. The manager then shares neither the download nor the cache
-    /// entry of the load unless the context names a ``ImageContext/cachePartitionKey``. Thread-safe and fast.
+    /// configuration or the context: it may add anything), or, with ``/ImageCore/ImageOptions/handleCookies``, a cookie
+    /// the jar holds for `url` in the load's partition. The manager then shares neither the download nor the cache
+    /// entry of the load unless the context names a ``/ImageCore/ImageContext/cachePartitionKey``. Thread-safe and
+    /// fast.
     public func requestCarriesCredentials(for url: URL, options: ImageOptions, context: ImageContext) -> Bool {
         if configuration.credentials != nil || configuration.requestModifier != nil
             || context.downloadRequestModifier != nil
@@ -298,15 +300,15 @@ public final class HTTPLoader: ImageLoader {
     }
 
     /// What in the context changes this loader's transfer: a per-request deadline
-    /// (``ImageContext/httpTransferTimeout``) other than the configuration's
+    /// (``ImageCore/ImageContext/httpTransferTimeout``) other than the configuration's
     /// ``HTTPLoaderConfiguration/maximumTransferDuration``. Loads whose keys differ never share a download, in
     /// the manager or in the loader, so a 1-second load never cuts short (or waits on) a default one.
     ///
     /// Everything else that changes a transfer is already kept apart: headers and a request modifier of the
-    /// context (its load gets a transfer of its own, and ``ImageRequest/timeout`` comes from modifiers), the
-    /// cookie partition (``ImageContext/cachePartitionKey``, part of the manager's key),
-    /// ``ImageOptions/handleCookies`` and ``ImageOptions/allowInvalidSSLCertificates`` (options the manager keys
-    /// on), and revalidation validators.
+    /// context (its load gets a transfer of its own, and ``/ImageCore/ImageRequest/timeout`` comes from modifiers), the
+    /// cookie partition (``/ImageCore/ImageContext/cachePartitionKey``, part of the manager's key),
+    /// ``/ImageCore/ImageOptions/handleCookies`` and ``/ImageCore/ImageOptions/allowInvalidSSLCertificates`` (options
+    /// the manager keys on), and revalidation validators.
     public func transferKey(for url: URL, options: ImageOptions, context: ImageContext) -> String {
         guard let timeout = context.httpTransferTimeout else { return "" }
         let deadline = TransferPace.nanoseconds(timeout)

@@ -12,9 +12,10 @@ import Metrics
 /// live loader with ``HTTPLoader/setValue(_:forHTTPHeaderField:)``.
 ///
 /// Limits that keep a hostile server from holding a download slot: the idle ``timeout`` ends a silent
-/// connection, ``maximumTransferDuration`` ends any transfer (per request: ``ImageContext/httpTransferTimeout``
-/// or ``ImageRequest/timeout``), ``minimumTransferRate`` ends one that drips bytes just often enough to stay
-/// under the idle timeout. All three fail with `timedOut`, which never blocks the URL.
+/// connection, ``maximumTransferDuration`` ends any transfer (per request:
+/// ``ImageCore/ImageContext/httpTransferTimeout`` or ``/ImageCore/ImageRequest/timeout``), ``minimumTransferRate`` ends
+/// one that drips bytes just often enough to stay under the idle timeout. All three fail with `timedOut`, which never
+/// blocks the URL.
 public struct HTTPLoaderConfiguration: Sendable {
     /// How many transfers run at once; the rest wait in the loader's own queue (default 6).
     public var maxConcurrentDownloads: Int = 6
@@ -22,8 +23,8 @@ public struct HTTPLoaderConfiguration: Sendable {
     public var timeout: Double = 15
     /// The longest one transfer may take, seconds (default 60): from sending the request to the last body byte,
     /// redirects and retries included, time spent in the loader's queue excluded. A request overrides it with
-    /// ``ImageContext/httpTransferTimeout`` or, in a request modifier, ``ImageRequest/timeout`` (which wins).
-    /// `.infinity` disables it. Exceeding it fails with `timedOut`.
+    /// ``ImageCore/ImageContext/httpTransferTimeout`` or, in a request modifier, ``/ImageCore/ImageRequest/timeout``
+    /// (which wins). `.infinity` disables it. Exceeding it fails with `timedOut`.
     public var maximumTransferDuration: Double = 60
     /// The slowest transfer tolerated (default 16 KiB in every 10 s once the transfer is 10 s old); nil disables.
     /// A slower transfer fails with `timedOut` and gives its slot to the next queued download.
@@ -32,7 +33,7 @@ public struct HTTPLoaderConfiguration: Sendable {
     public var executionOrder: DownloadExecutionOrder = .fifo
     /// The image formats listed in the default `Accept` header, most preferred first.
     ///
-    /// Coders only answer `canDecode(Data)`, so the loader cannot ask ``CodersManager`` which MIME types it
+    /// Coders only answer `canDecode(Data)`, so the loader cannot ask ``/ImageCore/CodersManager`` which MIME types it
     /// decodes; list here the formats whose coders you register. `image/*;q=0.8` is appended so servers that
     /// only have other formats still answer (the core then fails with `noCoder` if nothing decodes them).
     public var acceptedFormats: [ImageFormat] = [.webp, .png, .jpeg, .gif]
@@ -58,10 +59,11 @@ public struct HTTPLoaderConfiguration: Sendable {
     /// The loader follows redirects itself (AsyncHTTPClient's following is off) so each hop is checked before it
     /// is sent: only `http`/`https` targets; 301/302 turn POST into GET and 303 anything but HEAD into GET;
     /// `Authorization`, `Proxy-Authorization` and `Cookie` are dropped when a hop leaves the origin (scheme, host,
-    /// port), as browsers do; with ``ImageOptions/handleCookies`` each hop gets the jar's cookies for its URL.
+    /// port), as browsers do; with ``/ImageCore/ImageOptions/handleCookies`` each hop gets the jar's cookies for its
+    /// URL.
     public var maximumRedirects: Int = 5
     /// Decides every redirect hop before it is sent: `from` is the URL that answered with the redirect, `to` the
-    /// resolved target. Returning false fails the load with ``ImageError/Code/redirectRefused`` (stage
+    /// resolved target. Returning false fails the load with ``ImageCore/ImageError/Code/redirectRefused`` (stage
     /// `download`); the target is never contacted. Called on a NIO event loop, without locks: keep it fast and
     /// non-blocking. Nil (the default) allows every hop that the rules of ``maximumRedirects`` allow.
     public var redirectFilter: (@Sendable (_ from: URL, _ to: URL) -> Bool)?

@@ -6,13 +6,13 @@ import NIOHTTP1
 ///
 /// Public so that fuzz targets and other loaders can use the same parsing; every function is total (any input
 /// gives a value or nil, never a trap) and allocation-light. `Cache-Control` is parsed by ImageCore's
-/// ``CacheControl`` (``ResponseMetadata/cacheControl``); dates by ``HTTPDate``.
+/// ``/ImageCore/CacheControl`` (``/ImageCore/ResponseMetadata/cacheControl``); dates by ``HTTPDate``.
 public enum HTTPResponseParsing {
     /// The metadata of a response with `statusCode` and the header fields `headers` (in order), for `url`.
     ///
     /// Header names are lowercased; repeated fields are joined with `", "` (`Set-Cookie` is the exception HTTP
     /// knows of, and the cookie jar reads it from the raw head). The `Cache-Control` header is always kept in
-    /// ``ResponseMetadata/headers``. An ETag that is not a valid entity tag is dropped (it could not be sent
+    /// ``/ImageCore/ResponseMetadata/headers``. An ETag that is not a valid entity tag is dropped (it could not be sent
     /// back in `If-None-Match`).
     public static func metadata(
         statusCode: Int, headers fields: some Sequence<(name: String, value: String)>, url: URL?

@@ -5,7 +5,7 @@ import ImageCore
 /// Each part receives the previous part's result; the first error stops the pipeline and is rethrown. The key
 /// joins the parts' keys with `|` in order (`resize(256x256,aspectFill,lanczos3)|roundCorners(r=16.00,all)`), so
 /// order matters and equal pipelines give equal keys. An empty pipeline returns the image unchanged (marked
-/// transformed) with the key `pipeline()`. Thread-safe when its parts are (every ``Transformer`` must be).
+/// transformed) with the key `pipeline()`. Thread-safe when its parts are (every ``/ImageCore/Transformer`` must be).
 public struct PipelineTransformer: Transformer {
     /// The parts, applied first to last.
     public let transformers: [any Transformer]
@@ -27,7 +27,9 @@ public struct PipelineTransformer: Transformer {
 
     /// Runs every part in order.
     ///
-    /// - Parameter key: passed unchanged to every part.
+    /// - Parameters:
+    ///   - image: the input of the first part; each part's output is the next one's input.
+    ///   - key: passed unchanged to every part.
     /// - Throws: the first part's error.
     public func transform(_ image: Image, forKey key: String) throws -> Image {
         guard !transformers.isEmpty else {

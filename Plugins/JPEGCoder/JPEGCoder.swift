@@ -8,10 +8,10 @@ public import ImageCore
 /// Decoding handles baseline, progressive, arithmetic-coded, restart-marker, grayscale and CMYK/YCCK JPEGs in every
 /// subsampling. Output is gray8 for grayscale files and RGB8 otherwise (CMYK/YCCK converted to RGB); JPEG has no
 /// alpha. The EXIF orientation is applied by default (pixels rotated/flipped, `metadata.orientation == .up`,
-/// `metadata.sourceOrientation` the file's value); with ``ImageDecodeOptions/applyOrientation`` false the raw
-/// pixels are kept and `metadata.orientation` reports the EXIF value. The ICC profile (APP2 chunks reassembled)
-/// and the EXIF block go to ``ImageMetadata``. Thumbnails and scale-down use libjpeg-turbo's DCT scaling (1/8 to
-/// 1) to the smallest size that still covers the target, then an area-average resample to the exact size, so a
+/// `metadata.sourceOrientation` the file's value); with ``/ImageCore/ImageDecodeOptions/applyOrientation`` false the
+/// raw pixels are kept and `metadata.orientation` reports the EXIF value. The ICC profile (APP2 chunks reassembled)
+/// and the EXIF block go to ``/ImageCore/ImageMetadata``. Thumbnails and scale-down use libjpeg-turbo's DCT scaling
+/// (1/8 to 1) to the smallest size that still covers the target, then an area-average resample to the exact size, so a
 /// 12 MP photo never decodes at full size to make 256 px. Recoverable corruption (truncated data, extraneous bytes)
 /// decodes with libjpeg's warnings ignored, as djpeg does; fatal errors throw. Data that ends before the EOI
 /// marker (a cut download: libjpeg fills in the missing area) gives an image marked
@@ -19,10 +19,10 @@ public import ImageCore
 ///
 /// Threading: stateless and `Sendable`; every call owns its TurboJPEG handle, so calls may run concurrently. Calls
 /// block: use a decode pool, not the cooperative pool.
-/// Errors: ``ImageError`` `badImageData`, `imageTooLarge` (checked from the header before allocating) or
+/// Errors: ``/ImageCore/ImageError`` `badImageData`, `imageTooLarge` (checked from the header before allocating) or
 /// `encodeFailed`, with TurboJPEG's message as the underlying ``JPEGLibraryError``.
 public final class JPEGCoder: ProgressiveImageCoder, ReportingImageCoder, Sendable {
-    /// The shared instance to register with ``CodersManager``.
+    /// The shared instance to register with ``/ImageCore/CodersManager``.
     public static let shared = JPEGCoder()
 
     /// Creates a coder; it holds no state, so ``shared`` is usually enough.
@@ -36,18 +36,19 @@ public final class JPEGCoder: ProgressiveImageCoder, ReportingImageCoder, Sendab
 
     /// Decodes `data`, honouring the budget, thumbnail, scale-down and orientation options.
     ///
-    /// - Throws: ``ImageError`` `imageTooLarge` when the header exceeds `options.maxPixelCount`, else `badImageData`.
+    /// - Throws: ``/ImageCore/ImageError`` `imageTooLarge` when the header exceeds `options.maxPixelCount`, else
+    ///   `badImageData`.
     public func decode(_ data: Data, options: ImageDecodeOptions) throws -> Image {
         try JPEGDecoder.decode(data, options: options)
     }
 
-    /// True for ``ImageFormat/jpeg``.
+    /// True for ``/ImageCore/ImageFormat/jpeg``.
     public func canEncode(to format: ImageFormat) -> Bool { format == .jpeg }
 
     /// Encodes the first frame of `image` as JPEG (quality, progressive, subsampling, background for alpha,
     /// max pixel size, max file size by a quality search).
     ///
-    /// - Throws: ``ImageError`` `noCoder` for another format, `encodeFailed` when libjpeg-turbo fails.
+    /// - Throws: ``/ImageCore/ImageError`` `noCoder` for another format, `encodeFailed` when libjpeg-turbo fails.
     public func encode(_ image: Image, as format: ImageFormat, options: ImageEncodeOptions) throws -> Data {
         guard format == .jpeg else {
             throw ImageError(.noCoder, stage: .encode, message: "JPEGCoder cannot encode \(format)")
@@ -79,7 +80,7 @@ public final class JPEGCoder: ProgressiveImageCoder, ReportingImageCoder, Sendab
     /// True once the prefix shows the JPEG signature.
     public func canIncrementallyDecode(_ data: Data) -> Bool { canDecode(data) }
 
-    /// Creates a decoder fed with a growing prefix: ImageCore's ``IncrementalDecoder`` with JPEG's step, which
+    /// Creates a decoder fed with a growing prefix: ImageCore's ``/ImageCore/IncrementalDecoder`` with JPEG's step, which
     /// previews each completed scan of a progressive JPEG and a baseline JPEG's rows in 25% steps of bytes.
     public func makeIncrementalDecoder(options: ImageDecodeOptions) -> any IncrementalImageDecoder {
         IncrementalDecoder(options: options, step: JPEGIncrementalStep(options: options))

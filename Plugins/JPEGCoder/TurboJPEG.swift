@@ -1,7 +1,7 @@
 internal import CJPEG
 import ImageCore
 
-/// Why libjpeg-turbo failed, kept as the underlying error of an ``ImageError``.
+/// Why libjpeg-turbo failed, kept as the underlying error of an ``/ImageCore/ImageError``.
 public struct JPEGLibraryError: Error, Sendable, CustomStringConvertible {
     /// TurboJPEG's message (`tjGetErrorStr2`).
     public let message: String

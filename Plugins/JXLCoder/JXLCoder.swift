@@ -7,29 +7,29 @@ public import ImageCore
 /// Register it with `CodersManager.shared.addCoder(JXLCoder.shared)`. Decoding asks libjxl for 8-bit samples
 /// whatever the file stores (8 to 16-bit integers, half or single floats): gray8, grayAlpha8, rgb8 or rgba8,
 /// with alpha premultiplied only when the file says so. The codestream orientation is applied by default, like
-/// EXIF orientation in JPEG; with ``ImageDecodeOptions/applyOrientation`` false the stored pixels come back and
-/// ``ImageMetadata/orientation`` says how to turn them. ``ImageMetadata/iccProfile`` describes the decoded pixels
+/// EXIF orientation in JPEG; with ``/ImageCore/ImageDecodeOptions/applyOrientation`` false the stored pixels come back and
+/// ``/ImageCore/ImageMetadata/orientation`` says how to turn them. ``/ImageCore/ImageMetadata/iccProfile`` describes the decoded pixels
 /// (nil when they are sRGB); a lossy (XYB) image whose colour would come out linear is decoded to sRGB instead, as
-/// 8 bits cannot hold linear light well. The container's `Exif` box goes to ``ImageMetadata/exif``. Animations
-/// decode as the first frame plus an on-demand provider, unless ``ImageDecodeOptions/preloadAllFrames`` or
-/// ``ImageDecodeOptions/firstFrameOnly`` is set (the last frame is then decoded once to learn whether the bytes
-/// end inside it: such an animation is marked ``ImageMetadata/isIncomplete``; other cut files fail); frames are
+/// 8 bits cannot hold linear light well. The container's `Exif` box goes to ``/ImageCore/ImageMetadata/exif``. Animations
+/// decode as the first frame plus an on-demand provider, unless ``/ImageCore/ImageDecodeOptions/preloadAllFrames`` or
+/// ``/ImageCore/ImageDecodeOptions/firstFrameOnly`` is set (the last frame is then decoded once to learn whether the bytes
+/// end inside it: such an animation is marked ``/ImageCore/ImageMetadata/isIncomplete``; other cut files fail); frames are
 /// libjxl's coalesced (blended) frames, durations come from the frame headers (10 ms or less plays at 100 ms, as
 /// browsers do), the loop count from the animation header. Thumbnails decode at full size, then go through the
 /// shared area resampler.
 ///
 /// Budgets: the coder reads the codestream's size header itself (``probe(_:)``) and refuses an image over
-/// ``ImageDecodeOptions/maxPixelCount`` before libjxl runs; it checks libjxl's basic info again before any pixel
-/// buffer exists, and lists an animation's frames (headers only) to check the frame, whole-animation and work
+/// ``/ImageCore/ImageDecodeOptions/maxPixelCount`` before libjxl runs; it checks libjxl's basic info again before any
+/// pixel buffer exists, and lists an animation's frames (headers only) to check the frame, whole-animation and work
 /// budgets before any pixel is decoded.
 ///
-/// Encoding: lossless (``ImageEncodeOptions/lossless``) or lossy at a distance derived from
-/// ``ImageEncodeOptions/quality`` as `cjxl` derives it; ``ImageEncodeOptions/effort`` picks libjxl's effort
-/// (`.fast` 3, `.balanced` 7, `.best` 9); several frames make an animation.
+/// Encoding: lossless (``/ImageCore/ImageEncodeOptions/lossless``) or lossy at a distance derived from
+/// ``/ImageCore/ImageEncodeOptions/quality`` as `cjxl` derives it; ``/ImageCore/ImageEncodeOptions/effort`` picks
+/// libjxl's effort (`.fast` 3, `.balanced` 7, `.best` 9); several frames make an animation.
 ///
 /// Threading: thread-safe; each call owns its libjxl objects, and an animation's provider serializes its decoder.
-/// Calls block: run them on the decode pool. Errors: ``ImageError`` `badImageData` (with ``JXLLibError`` as the
-/// cause), `imageTooLarge`, `encodeFailed`. libjxl 0.7 as Debian builds it prints the reason of a decode failure
+/// Calls block: run them on the decode pool. Errors: ``/ImageCore/ImageError`` `badImageData` (with ``JXLLibError`` as
+/// the cause), `imageTooLarge`, `encodeFailed`. libjxl 0.7 as Debian builds it prints the reason of a decode failure
 /// to standard error; the error the coder throws only carries the status.
 public final class JXLCoder: ProgressiveImageCoder, AnimatedImageCoder, ReportingImageCoder, Sendable {
     /// The shared instance to register (single-threaded decoding: the SDK decodes on several threads already).
@@ -55,7 +55,7 @@ public final class JXLCoder: ProgressiveImageCoder, AnimatedImageCoder, Reportin
     /// True for data starting with the codestream signature (`FF 0A`) or the container's signature box.
     public func canDecode(_ data: Data) -> Bool { data.withUnsafeBytes { JXLHeader.hasSignature($0) } }
 
-    /// True for ``ImageFormat/jxl``.
+    /// True for ``/ImageCore/ImageFormat/jxl``.
     public func canEncode(to format: ImageFormat) -> Bool { format == .jxl }
 
     /// Reads the stored size from the codestream's size header (inside the container's first codestream box when
@@ -70,7 +70,7 @@ public final class JXLCoder: ProgressiveImageCoder, AnimatedImageCoder, Reportin
 
     /// Decodes `data` per `options`: a still, or the first frame plus a provider, every frame, or only the first.
     ///
-    /// - Throws: ``ImageError`` `badImageData` or `imageTooLarge`.
+    /// - Throws: ``/ImageCore/ImageError`` `badImageData` or `imageTooLarge`.
     public func decode(_ data: Data, options: ImageDecodeOptions) throws -> Image {
         let reader = try open(data, options: options)
         guard reader.isAnimated, !options.firstFrameOnly else { return try still(reader) }
@@ -114,7 +114,7 @@ public final class JXLCoder: ProgressiveImageCoder, AnimatedImageCoder, Reportin
     /// Encodes `image` as JPEG XL: lossless, or lossy at `quality`; an animation when it has several frames and
     /// `firstFrameOnly` is off. See ``JXLCoder`` for the settings.
     ///
-    /// - Throws: ``ImageError`` `noCoder` for another format, `encodeFailed` (libjxl's status as the cause).
+    /// - Throws: ``/ImageCore/ImageError`` `noCoder` for another format, `encodeFailed` (libjxl's status as the cause).
     public func encode(_ image: Image, as format: ImageFormat, options: ImageEncodeOptions) throws -> Data {
         guard format == .jxl else {
             throw ImageError(.noCoder, stage: .encode, message: "JXLCoder cannot encode \(format)")
@@ -140,8 +140,8 @@ public final class JXLCoder: ProgressiveImageCoder, AnimatedImageCoder, Reportin
     /// Opens `data` as an animation (a still is a one-frame animation): reads the headers and lists the frames;
     /// no pixel is decoded.
     ///
-    /// - Throws: ``ImageError`` `badImageData`, or `imageTooLarge` (a frame count over the budget is refused,
-    ///   never truncated).
+    /// - Throws: ``/ImageCore/ImageError`` `badImageData`, or `imageTooLarge` (a frame count over the budget is
+    ///   refused, never truncated).
     public func makeAnimatedProvider(for data: Data, options: ImageDecodeOptions) throws -> any AnimatedImageProvider {
         var onDemand = options
         onDemand.preloadAllFrames = false

@@ -1,7 +1,7 @@
 internal import CJXL
 import ImageCore
 
-/// What libjxl said when it failed, carried as the cause of an ``ImageError``.
+/// What libjxl said when it failed, carried as the cause of an ``/ImageCore/ImageError``.
 ///
 /// libjxl 0.7 reports failures as a bare status (`JXL_DEC_ERROR`, `JXL_ENC_ERROR` with a `JxlEncoderError` code);
 /// its detailed reason only goes to standard error, so ``detail`` is what the coder knew at that point.

@@ -6,13 +6,13 @@ import Synchronization
 /// An in-memory cache of decoded images with LRU eviction, cost and count limits, an optional time-to-live and
 /// an optional weak table; the memory level of SDWebImage's `SDImageCache`.
 ///
-/// Cost of an entry is ``ImageCore/Image/memoryCost`` (plus the stored bytes when
+/// Cost of an entry is ``/ImageCore/Image/memoryCost`` (plus the stored bytes when
 /// ``MemoryCacheConfiguration/keepsData``). Every operation is O(1) except trims, which are O(evicted).
 ///
 /// The cost and count limits can be changed while the cache runs (``costLimit``, ``countLimit``,
 /// ``maxEntryCost``, ``setCostLimit(forMemoryLimit:)``); lowering one evicts down to it before the setter returns.
 ///
-/// Threading: thread-safe and synchronous. Every method, including the ``ImageCore/ImageCacheProtocol``
+/// Threading: thread-safe and synchronous. Every method, including the ``/ImageCore/ImageCacheProtocol``
 /// ones, answers on the caller's thread before returning. The state sits behind one `Mutex` held only for
 /// dictionary and list updates: completions run after it is released, and evicted images are released after
 /// it is released too (an image's deinit may run an animation provider's code).
@@ -258,7 +258,7 @@ extension MemoryCache {
     /// Answers from memory before returning; a miss, or a `cacheType` without `.memory`, completes with nil.
     ///
     /// The result carries the image, and the kept bytes when ``MemoryCacheConfiguration/keepsData`` (so
-    /// ``ImageCore/ImageOptions/queryMemoryData`` is served from memory only then). Always returns nil.
+    /// ``/ImageCore/ImageOptions/queryMemoryData`` is served from memory only then). Always returns nil.
     @discardableResult
     public func queryImage(
         forKey key: String, options: ImageOptions, context: ImageContext, cacheType: ImageCacheType,

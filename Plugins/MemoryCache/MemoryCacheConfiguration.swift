@@ -23,7 +23,7 @@ public struct MemoryCacheConfiguration: Sendable, Hashable {
     /// Keep a weak reference to evicted images and serve them while something else still holds them
     /// (SDWebImage's `shouldUseWeakMemoryCache`). Costs one weak reference per evicted entry.
     public var shouldUseWeakMemoryCache: Bool
-    /// Keep the bytes passed to `store` beside the image, for ``ImageCore/ImageOptions/queryMemoryData``.
+    /// Keep the bytes passed to `store` beside the image, for ``/ImageCore/ImageOptions/queryMemoryData``.
     /// Off by default: a server keeps bytes on disk, and keeping them here roughly doubles the memory per entry.
     /// When on, the bytes count towards the entry's cost.
     public var keepsData: Bool

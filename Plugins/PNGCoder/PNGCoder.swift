@@ -10,19 +10,19 @@ public import ImageCore
 /// API, which returns status codes (no longjmp), for everything else. Every colour type and bit depth is
 /// supported: output is RGBA8 with straight alpha when the image has alpha (alpha channel or tRNS),
 /// RGB8 for colour and palette images, gray8 for gray ones; 16-bit samples are reduced to 8 bits; gAMA, sRGB and
-/// cHRM are resolved by libpng to sRGB; the iCCP profile and eXIf bytes go to ``ImageMetadata``. PNG orientation
-/// (eXIf) is reported in `metadata.exif` but not applied.
+/// cHRM are resolved by libpng to sRGB; the iCCP profile and eXIf bytes go to ``/ImageCore/ImageMetadata``. PNG
+/// orientation (eXIf) is reported in `metadata.exif` but not applied.
 ///
 /// APNG: Debian's libpng 1.6.39 has no APNG support, so the coder reads `acTL`, `fcTL` and `fdAT` itself and
 /// feeds libpng one frame at a time (each frame as a still PNG stream); it composites every dispose and blend
 /// op at the frame offsets onto an RGBA8 canvas. An animated decode returns the first frame plus an on-demand
-/// provider, unless ``ImageDecodeOptions/preloadAllFrames`` or ``ImageDecodeOptions/firstFrameOnly`` is set; the
-/// default image is a frame only when its `fcTL` precedes the `IDAT`. Loop count from `num_plays`, delays from
-/// `delay_num / delay_den` (`delay_den` 0 means 100; 10 ms or less plays at 100 ms, as browsers do). Frame count,
-/// whole-animation pixels and decoding work are checked from `acTL` / `fcTL` before any pixel is decoded. A file
-/// whose `acTL` must be ignored is a still PNG; a damaged animation (sequence errors, frames outside the canvas,
-/// `fdAT` before `fcTL`, fewer frames than `num_frames`) fails with `badImageData`: see the DocC article
-/// "APNG" for the rules and why.
+/// provider, unless ``/ImageCore/ImageDecodeOptions/preloadAllFrames`` or
+/// ``/ImageCore/ImageDecodeOptions/firstFrameOnly`` is set; the default image is a frame only when its `fcTL` precedes
+/// the `IDAT`. Loop count from `num_plays`, delays from `delay_num / delay_den` (`delay_den` 0 means 100; 10 ms or less
+/// plays at 100 ms, as browsers do). Frame count, whole-animation pixels and decoding work are checked from `acTL` /
+/// `fcTL` before any pixel is decoded. A file whose `acTL` must be ignored is a still PNG; a damaged animation
+/// (sequence errors, frames outside the canvas, `fdAT` before `fcTL`, fewer frames than `num_frames`) fails with
+/// `badImageData`: see the DocC article "APNG" for the rules and why.
 ///
 /// The pixel budget is checked against the IHDR size read by this coder before libpng allocates anything.
 /// Thumbnails and scale-down shrink while decoding: rows are read a strip at a time and area-averaged into the
@@ -33,10 +33,10 @@ public import ImageCore
 ///
 /// Threading: stateless and `Sendable`; decode and encode may run concurrently from any threads and block the
 /// calling thread, so call them from a decode pool, not the cooperative pool.
-/// Errors: ``ImageError`` with `badImageData`, `imageTooLarge` (decode) or `encodeFailed`; the libpng message is the
-/// underlying ``PNGLibraryError``.
+/// Errors: ``/ImageCore/ImageError`` with `badImageData`, `imageTooLarge` (decode) or `encodeFailed`; the libpng
+/// message is the underlying ``PNGLibraryError``.
 public final class PNGCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendable {
-    /// The shared instance to register with ``CodersManager``.
+    /// The shared instance to register with ``/ImageCore/CodersManager``.
     public static let shared = PNGCoder()
 
     /// Creates a coder; it holds no state, so ``shared`` is usually enough.
@@ -49,10 +49,10 @@ public final class PNGCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendable
 
     /// Decodes `data`: a still PNG, or an APNG's first frame plus a provider, every frame, or only the first.
     ///
-    /// An image decoded from bytes that end before the IEND chunk is marked ``ImageMetadata/isIncomplete``
+    /// An image decoded from bytes that end before the IEND chunk is marked ``/ImageCore/ImageMetadata/isIncomplete``
     /// (libpng stops reading after the last image data, so a file cut in the chunks after it still decodes).
-    /// - Throws: ``ImageError`` `imageTooLarge` when IHDR exceeds `options.maxPixelCount` or an animation exceeds
-    ///   its ``AnimationBudget``, `badImageData` otherwise.
+    /// - Throws: ``/ImageCore/ImageError`` `imageTooLarge` when IHDR exceeds `options.maxPixelCount` or an animation exceeds
+    ///   its ``/ImageCore/AnimationBudget``, `badImageData` otherwise.
     public func decode(_ data: Data, options: ImageDecodeOptions) throws -> Image {
         let image = try PNGDecoder.decode(data, options: options)
         guard data.withUnsafeBytes({ PNGChunks.endsBeforeIEND($0) }) else { return image }
@@ -61,23 +61,23 @@ public final class PNGCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendable
         return image.with(metadata: metadata)
     }
 
-    /// True for ``ImageFormat/png``.
+    /// True for ``/ImageCore/ImageFormat/png``.
     public func canEncode(to format: ImageFormat) -> Bool { format == .png }
 
     /// PNG and APNG keep every 8-bit layout exactly.
     public func encodesExactly(to format: ImageFormat) -> Bool { format == .png }
 
     /// Encodes `image` as PNG, or as APNG when it has several frames and `firstFrameOnly` is off; see
-    /// ``ImageEncodeOptions/effort`` for the speed trade-off.
+    /// ``/ImageCore/ImageEncodeOptions/effort`` for the speed trade-off.
     ///
     /// Compression is libdeflate's: `.fast` is level 1 with the Paeth filter on every row (use it wherever the SDK
     /// encodes on its own), `.balanced` the per-row filter heuristic with level 1 for photographs and 9 for
     /// drawings and flat colour (picked from the filtered data), `.best` level 12; `progressive` writes Adam7
     /// (through libpng, as images with an ICC profile are). An APNG holds every frame whole
     /// (dispose `none`, blend `source`), the first frame as the default image, the durations in milliseconds and
-    /// the loop count; frames beyond the image's ``AnimationBudget`` are refused before any is encoded (or dropped
-    /// to the first with the `firstFrameOnly` policy).
-    /// - Throws: ``ImageError`` `noCoder` for another format, `encodeFailed` when libpng fails.
+    /// the loop count; frames beyond the image's ``/ImageCore/AnimationBudget`` are refused before any is encoded (or
+    /// dropped to the first with the `firstFrameOnly` policy).
+    /// - Throws: ``/ImageCore/ImageError`` `noCoder` for another format, `encodeFailed` when libpng fails.
     public func encode(_ image: Image, as format: ImageFormat, options: ImageEncodeOptions) throws -> Data {
         guard format == .png else {
             throw ImageError(.noCoder, stage: .encode, message: "PNGCoder cannot encode \(format)")
@@ -90,7 +90,7 @@ public final class PNGCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendable
 
     /// Opens `data` as an animation: an APNG's frame index (no pixel is decoded), or a still PNG as one frame.
     ///
-    /// - Throws: ``ImageError`` `badImageData` or `imageTooLarge` (see ``decode(_:options:)``).
+    /// - Throws: ``/ImageCore/ImageError`` `badImageData` or `imageTooLarge` (see ``decode(_:options:)``).
     public func makeAnimatedProvider(for data: Data, options: ImageDecodeOptions) throws -> any AnimatedImageProvider {
         let chunks = try PNGDecoder.header(of: data, scanAll: true)
         try options.checkPixelBudget(width: chunks.width, height: chunks.height)
@@ -123,7 +123,7 @@ public final class PNGCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendable
     /// True once the prefix shows the PNG signature.
     public func canIncrementallyDecode(_ data: Data) -> Bool { canDecode(data) }
 
-    /// Creates a decoder fed with a growing prefix: ImageCore's ``IncrementalDecoder`` with PNG's step (libpng's
+    /// Creates a decoder fed with a growing prefix: ImageCore's ``/ImageCore/IncrementalDecoder`` with PNG's step (libpng's
     /// progressive reader).
     public func makeIncrementalDecoder(options: ImageDecodeOptions) -> any IncrementalImageDecoder {
         IncrementalDecoder(options: options, step: PNGIncrementalStep(coder: self, options: options))

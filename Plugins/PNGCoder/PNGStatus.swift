@@ -1,7 +1,7 @@
 internal import CPNGShim
 import ImageCore
 
-/// Why libpng failed, kept as the underlying error of an ``ImageError``.
+/// Why libpng failed, kept as the underlying error of an ``/ImageCore/ImageError``.
 public struct PNGLibraryError: Error, Sendable, CustomStringConvertible {
     /// The shim status code (negative) or 0 for a simplified-API failure.
     public let status: Int

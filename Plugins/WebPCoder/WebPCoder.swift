@@ -7,13 +7,13 @@ import ImageCore
 /// into the pixel buffer (RGBA with straight alpha when the file has alpha, else RGB); thumbnail and scale-down
 /// sizes use libwebp's scaled decoding. Animations are composited by `WebPAnimDecoder` (blend and dispose per
 /// frame) into RGBA canvases; decode returns the first frame plus an on-demand provider unless
-/// ``ImageDecodeOptions/preloadAllFrames`` or ``ImageDecodeOptions/firstFrameOnly`` is set. Durations of 10 ms
-/// or less play at 100 ms, as in browsers; the loop count is the file's (0 forever). The ICC profile lands in
-/// ``ImageMetadata/iccProfile``.
+/// ``/ImageCore/ImageDecodeOptions/preloadAllFrames`` or ``/ImageCore/ImageDecodeOptions/firstFrameOnly`` is set.
+/// Durations of 10 ms or less play at 100 ms, as in browsers; the loop count is the file's (0 forever). The ICC profile
+/// lands in ``/ImageCore/ImageMetadata/iccProfile``.
 ///
 /// Threading: stateless and thread-safe; each call owns its libwebp objects. Calls block: run them on the decode
-/// pool. Errors: ``ImageError`` `badImageData` (libwebp's status as the cause), `imageTooLarge` (canvas over
-/// ``ImageDecodeOptions/maxPixelCount``, checked from the header before any pixel allocation), `encodeFailed`.
+/// pool. Errors: ``/ImageCore/ImageError`` `badImageData` (libwebp's status as the cause), `imageTooLarge` (canvas over
+/// ``/ImageCore/ImageDecodeOptions/maxPixelCount``, checked from the header before any pixel allocation), `encodeFailed`.
 public final class WebPCoder: ProgressiveImageCoder, AnimatedImageCoder, ReportingImageCoder, Sendable {
     /// The shared instance to register.
     public static let shared = WebPCoder()
@@ -24,7 +24,7 @@ public final class WebPCoder: ProgressiveImageCoder, AnimatedImageCoder, Reporti
     /// True for data starting with `RIFF` and `WEBP`.
     public func canDecode(_ data: Data) -> Bool { ImageFormat.detect(data) == .webp }
 
-    /// True for ``ImageFormat/webp``.
+    /// True for ``/ImageCore/ImageFormat/webp``.
     public func canEncode(to format: ImageFormat) -> Bool { format == .webp }
 
     /// Lossless WebP is written exact (the colour under transparent pixels kept), stills and animations.
@@ -42,7 +42,7 @@ public final class WebPCoder: ProgressiveImageCoder, AnimatedImageCoder, Reporti
 
     /// Decodes `data` per `options` (thumbnail via scaled decoding, frames per the animation options).
     ///
-    /// - Throws: ``ImageError`` `badImageData` or `imageTooLarge`.
+    /// - Throws: ``/ImageCore/ImageError`` `badImageData` or `imageTooLarge`.
     public func decode(_ data: Data, options: ImageDecodeOptions) throws -> Image {
         let header = try WebPHeader.read(data)
         try options.checkPixelBudget(width: header.width, height: header.height)
@@ -60,7 +60,7 @@ public final class WebPCoder: ProgressiveImageCoder, AnimatedImageCoder, Reporti
 
     /// Opens an animated (or still) WebP as an animation; reads frame count, loop count and durations only.
     ///
-    /// - Throws: ``ImageError`` `badImageData` or `imageTooLarge`.
+    /// - Throws: ``/ImageCore/ImageError`` `badImageData` or `imageTooLarge`.
     public func makeAnimatedProvider(for data: Data, options: ImageDecodeOptions) throws -> any AnimatedImageProvider {
         let header = try WebPHeader.read(data)
         try options.checkPixelBudget(width: header.width, height: header.height)
@@ -74,7 +74,7 @@ public final class WebPCoder: ProgressiveImageCoder, AnimatedImageCoder, Reporti
     /// True when `data` starts like a WebP file.
     public func canIncrementallyDecode(_ data: Data) -> Bool { canDecode(data) }
 
-    /// A `WebPIDecoder`-based decoder that shows rows as they arrive (ImageCore's ``IncrementalDecoder`` with
+    /// A `WebPIDecoder`-based decoder that shows rows as they arrive (ImageCore's ``/ImageCore/IncrementalDecoder`` with
     /// WebP's step).
     public func makeIncrementalDecoder(options: ImageDecodeOptions) -> any IncrementalImageDecoder {
         IncrementalDecoder(options: options, step: WebPIncrementalStep(coder: self, options: options))
@@ -83,7 +83,7 @@ public final class WebPCoder: ProgressiveImageCoder, AnimatedImageCoder, Reporti
     /// Encodes `image` as WebP: lossy at `quality` or lossless, animated when it has several frames and
     /// `firstFrameOnly` is off. `maxPixelSize` downsizes first; `maxFileSize` searches the lossy quality
     /// downwards and returns the smallest result when even quality 0 is too big.
-    /// - Throws: ``ImageError`` `encodeFailed` (e.g. over WebP's 16383-pixel limit).
+    /// - Throws: ``/ImageCore/ImageError`` `encodeFailed` (e.g. over WebP's 16383-pixel limit).
     public func encode(_ image: Image, as format: ImageFormat, options: ImageEncodeOptions) throws -> Data {
         guard format == .webp else {
             throw ImageError(.noCoder, stage: .encode, message: "WebPCoder cannot encode \(format)")

@@ -18,9 +18,10 @@ public struct DefaultPlugins: Sendable {
     public let memoryCache: MemoryCache
     /// The disk level of the default cache.
     public let diskCache: DiskCache
-    /// The two levels as one cache (memory first), now ``ImageManager/defaultImageCache``.
+    /// The two levels as one cache (memory first), now ``/ImageCore/ImageManager/defaultImageCache``.
     public let cache: CachesManager
-    /// The HTTP loader, registered in ``LoadersManager/shared`` (now ``ImageManager/defaultImageLoader``).
+    /// The HTTP loader, registered in ``/ImageCore/LoadersManager/shared`` (now
+    /// ``/ImageCore/ImageManager/defaultImageLoader``).
     public let httpLoader: HTTPLoader
 }
 
@@ -28,13 +29,13 @@ private let registration = Locked<DefaultPlugins?>(nil)
 
 /// Registers every plugin of the SDK for users who want everything with one call.
 ///
-/// Adds the PNG (and APNG), JPEG, WebP, GIF, AVIF, HEIF and JPEG XL coders to ``CodersManager/shared``; registers
-/// ``LCMSColorConverter/shared`` with ``ColorConversion`` (conversion stays off until a load sets
-/// ``ImageDecodeOptions/convertToSRGB``) and ``ButteraugliMetric/shared`` with ``PerceptualQuality`` (used only by
-/// encodes with an ``ImageEncodeOptions/perceptualTarget``); sets ``ImageManager/defaultImageCache``
-/// to a ``CachesManager`` of `memoryCache` then `diskCache`; adds `httpLoader` to ``LoadersManager/shared``
+/// Adds the PNG (and APNG), JPEG, WebP, GIF, AVIF, HEIF and JPEG XL coders to ``/ImageCore/CodersManager/shared``; registers
+/// ``/ColorManagement/LCMSColorConverter/shared`` with ``/ImageCore/ColorConversion`` (conversion stays off until a load sets
+/// ``/ImageCore/ImageDecodeOptions/convertToSRGB``) and ``/JXLCoder/ButteraugliMetric/shared`` with ``/ImageCore/PerceptualQuality`` (used only by
+/// encodes with an ``/ImageCore/ImageEncodeOptions/perceptualTarget``); sets ``/ImageCore/ImageManager/defaultImageCache``
+/// to a ``/ImageCore/CachesManager`` of `memoryCache` then `diskCache`; adds `httpLoader` to ``/ImageCore/LoadersManager/shared``
 /// (beside the file and `data:` loaders) and makes that the default loader. Call it before the first use of
-/// ``ImageManager/shared``. Calling it again returns the first registration and changes nothing.
+/// ``/ImageCore/ImageManager/shared``. Calling it again returns the first registration and changes nothing.
 @discardableResult
 public func registerDefaultPlugins(
     memoryCache: MemoryCache = .shared, diskCache: DiskCache = .shared, httpLoader: HTTPLoader = .shared

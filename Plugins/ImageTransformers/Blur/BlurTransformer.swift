@@ -2,7 +2,7 @@ import ImageCore
 
 /// Gaussian blur of a given standard deviation, fast at any radius.
 ///
-/// Implemented as three passes of an extended box blur per axis (``BoxBlurKernel``), whose combined variance
+/// Implemented as three passes of an extended box blur per axis (`BoxBlurKernel`), whose combined variance
 /// equals σ² exactly; each pass uses running sums, so the cost per pixel does not depend on the radius. The blur
 /// runs in premultiplied alpha (no dark fringes at transparent edges) and extends edge pixels, so a constant image
 /// stays constant. Rows are blurred first (parallel stripes of rows) into a 16-bit fixed-point premultiplied
@@ -11,7 +11,7 @@ import ImageCore
 /// `radius` is the Gaussian's standard deviation σ in pixels (the meaning of Pillow's `GaussianBlur(radius)` and
 /// Core Image's `inputRadius`), rounded to 0.01 and limited to 10 000; 0 returns the image unchanged (still
 /// marked transformed). Layout and alpha mode are kept. Every frame is blurred. Thread-safe. Errors:
-/// ``ImageError`` `transformFailed` for a negative or non-finite radius.
+/// ``/ImageCore/ImageError`` `transformFailed` for a negative or non-finite radius.
 ///
 /// Key: `blur(r=<σ, 2 decimals>)`, e.g. `blur(r=4.00)`.
 public struct BlurTransformer: Transformer {

@@ -10,7 +10,7 @@ import ImageCore
 ///
 /// The result always has alpha: RGB becomes RGBA; gray becomes gray + alpha unless a non-gray border colour
 /// forces RGBA (straight alpha, or premultiplied when the source was). Every frame is processed. Thread-safe.
-/// Errors: ``ImageError`` `transformFailed` for a negative or non-finite radius or border width.
+/// Errors: ``/ImageCore/ImageError`` `transformFailed` for a negative or non-finite radius or border width.
 ///
 /// Radius and border width are rounded to 0.01 px (the key's precision). Key:
 /// `roundCorners(r=<radius>,<corners>)` or `roundCorners(r=<radius>,<corners>,border=<width>,<#RRGGBBAA>)`,

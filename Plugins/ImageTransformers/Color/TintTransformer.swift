@@ -5,7 +5,7 @@ import ImageCore
 /// `result.rgb = rgb · (1 − f) + tint.rgb · f` with `f = amount × tint.alpha / 255`, computed in premultiplied
 /// alpha so transparent pixels stay transparent; alpha is unchanged. Gray images stay gray when the tint is gray;
 /// a coloured tint turns gray into RGB (gray + alpha into RGBA). Every frame is tinted. Thread-safe. Errors:
-/// ``ImageError`` `transformFailed` when `amount` is not finite.
+/// ``/ImageCore/ImageError`` `transformFailed` when `amount` is not finite.
 ///
 /// `amount` is clamped to 0…1 and rounded to 0.001. Key: `tint(<#RRGGBBAA>,<amount, 3 decimals>)`, e.g.
 /// `tint(#FF000080,0.500)`.

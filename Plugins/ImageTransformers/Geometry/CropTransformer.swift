@@ -4,8 +4,8 @@ import ImageCore
 ///
 /// Coordinates are in pixels from the top-left corner. The part of the rectangle that lies outside the image is
 /// dropped (so `crop(-10,-10,50,50)` of a large image yields its top-left 40×40). Keeps layout and alpha mode;
-/// crops every frame. Errors: ``ImageError`` `transformFailed` when the rectangle has no positive size or misses
-/// the image entirely.
+/// crops every frame. Errors: ``/ImageCore/ImageError`` `transformFailed` when the rectangle has no positive size or
+/// misses the image entirely.
 ///
 /// Key: `crop(<x>,<y>,<width>,<height>)` with the requested (unclamped) rectangle, e.g. `crop(10,10,100,100)`.
 public struct CropTransformer: Transformer {
@@ -31,7 +31,7 @@ public struct CropTransformer: Transformer {
 
     /// Crops every frame.
     ///
-    /// - Throws: ``ImageError`` `transformFailed` when the clamped rectangle is empty.
+    /// - Throws: ``/ImageCore/ImageError`` `transformFailed` when the clamped rectangle is empty.
     public func transform(_ image: Image, forKey key: String) throws -> Image {
         try FrameMapper.map(image) { try crop($0) }
     }

@@ -11,7 +11,7 @@ import ImageCore
 /// gray + alpha (straight alpha, or premultiplied when the source was).
 ///
 /// The angle is normalised to `0 ..< 360` and rounded to 0.01° (the key's precision). Every frame of an animated
-/// image is rotated. Thread-safe. Errors: ``ImageError`` `transformFailed` for a non-finite angle,
+/// image is rotated. Thread-safe. Errors: ``/ImageCore/ImageError`` `transformFailed` for a non-finite angle,
 /// `imageTooLarge` for a result beyond 2^28 pixels.
 ///
 /// Key: `rotate(<degrees, 2 decimals>)` for right angles, `rotate(<degrees>,fit)` or `rotate(<degrees>,crop)`

@@ -19,9 +19,9 @@ import ImageCore
 /// stored as a whole image; only each box's mean becomes a float.
 ///
 /// Layouts: the result has the layout and alpha mode of the input (gray stays gray, RGB stays RGB). Animated
-/// images: every frame is resized (see ``FrameMapper``). Threading: thread-safe; large frames are processed in
-/// parallel stripes with `DispatchQueue.concurrentPerform`. Errors: ``ImageError`` `transformFailed` for an empty
-/// target or source, `imageTooLarge` for a result beyond 2^28 pixels.
+/// images: every frame is resized (see `FrameMapper`). Threading: thread-safe; large frames are processed in
+/// parallel stripes with `DispatchQueue.concurrentPerform`. Errors: ``/ImageCore/ImageError`` `transformFailed` for an
+/// empty target or source, `imageTooLarge` for a result beyond 2^28 pixels.
 ///
 /// Key: `resize(<w>x<h>,<mode>,<filter>)`, e.g. `resize(256x256,aspectFit,lanczos3)`.
 public struct ResizeTransformer: Transformer {
@@ -59,7 +59,7 @@ public struct ResizeTransformer: Transformer {
 
     /// Resizes every frame.
     ///
-    /// - Throws: ``ImageError`` (`transformFailed`, `imageTooLarge`, or a frame's decode error).
+    /// - Throws: ``/ImageCore/ImageError`` (`transformFailed`, `imageTooLarge`, or a frame's decode error).
     public func transform(_ image: Image, forKey key: String) throws -> Image {
         try FrameMapper.map(image, outputSize: outputSize(for: PixelSize(width: image.width, height: image.height))) {
             try resize($0)

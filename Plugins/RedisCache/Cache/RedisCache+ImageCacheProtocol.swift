@@ -8,7 +8,7 @@ extension RedisCache {
     ///
     /// Completes on the cache's queue with the bytes and metadata (`cacheType` `.disk`), or nil for a miss —
     /// including every Redis failure (logged, counted, never reported). A hit is copied to `promotingHitsTo`. Always
-    /// answers asynchronously, also with ``ImageCore/ImageOptions/queryDiskDataSync`` (a network level cannot
+    /// answers asynchronously, also with ``/ImageCore/ImageOptions/queryDiskDataSync`` (a network level cannot
     /// answer before returning without blocking the caller's thread). Returns an operation whose cancellation
     /// completes the query with `cancelled` at once.
     @discardableResult
@@ -96,9 +96,9 @@ extension RedisCache {
     }
 
     /// Ends this process's fleet lease on `key`, if it holds one, the way `outcome` says (see
-    /// ``RedisCacheConfiguration/FleetCoalescing``): deleted for ``ImageCore/CacheMissOutcome/abandoned`` (a waiter takes
-    /// the fetch over), turned into the "nothing to share" mark for ``ImageCore/CacheMissOutcome/notStored`` (waiters
-    /// fetch for themselves at once). A store already released it, so after one this is free. Returns at once.
+    /// ``RedisCacheConfiguration/FleetCoalescing``): deleted for ``/ImageCore/CacheMissOutcome/abandoned`` (a waiter
+    /// takes the fetch over), turned into the "nothing to share" mark for ``/ImageCore/CacheMissOutcome/notStored``
+    /// (waiters fetch for themselves at once). A store already released it, so after one this is free. Returns at once.
     public func missEnded(forKey key: String, cacheType: ImageCacheType, outcome: CacheMissOutcome) {
         guard cacheType.contains(.disk), configuration.fleetCoalescing != nil else { return }
         let keys = keys(for: key)

@@ -10,13 +10,13 @@ import Synchronization
 /// A cache level shared by a fleet of servers: image bytes and their metadata in Redis (one server or a Redis
 /// Cluster), under hashed keys, with a TTL and a per-entry cap.
 ///
-/// Use it as the lowest level of a ``ImageCore/CachesManager``:
+/// Use it as the lowest level of a ``/ImageCore/CachesManager``:
 ///
 ///     let redis = RedisCache(configuration: try RedisCacheConfiguration(url: "redis://10.0.0.5:6379"),
 ///                            promotingHitsTo: disk)
 ///     ImageManager.defaultImageCache = CachesManager([MemoryCache.shared, disk, redis])
 ///
-/// It is a bytes level: it answers and stores for ``ImageCore/ImageCacheType/disk`` (so `.all` and the
+/// It is a bytes level: it answers and stores for ``/ImageCore/ImageCacheType/disk`` (so `.all` and the
 /// manager's `originalStoreCacheType` reach it), ignores decoded images, and never decodes. Originals and
 /// transformed results are both stored, so a thumbnail made by one replica is served by all. A hit is handed
 /// to the manager (which decodes it and promotes it to memory) and, when `promotingHitsTo` is given, written to
@@ -59,7 +59,7 @@ public final class RedisCache: ImageCacheProtocol, Sendable {
     ///
     /// - Parameters:
     ///   - configuration: Where Redis is, limits, timeouts, coalescing, logging and metrics.
-    ///   - promotingHitsTo: A faster bytes level (usually the local ``DiskCache``) that Redis hits are copied to.
+    ///   - promotingHitsTo: A faster bytes level (usually the local `DiskCache`) that Redis hits are copied to.
     public init(configuration: RedisCacheConfiguration, promotingHitsTo: (any ImageCacheProtocol)? = nil) {
         self.configuration = configuration
         self.logger = configuration.logger

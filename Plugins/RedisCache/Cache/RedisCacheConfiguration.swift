@@ -26,7 +26,7 @@ public struct RedisCacheConfiguration: Sendable {
     /// the lease or keep waiting for the new holder), the lease becomes the "nothing to share" mark, or `maxWait`
     /// passes, then fetch themselves. The lease has one owner and always ends: storing the entry deletes it; when
     /// the owner's fetch ends without a store, the manager tells the cache
-    /// (``ImageCore/ImageCacheProtocol/missEnded(forKey:cacheType:outcome:)``) and the owner — by a compare on its
+    /// (``/ImageCore/ImageCacheProtocol/missEnded(forKey:cacheType:outcome:)``) and the owner — by a compare on its
     /// token, never touching another process's lease — deletes it (cancelled, a transient failure: a waiter takes
     /// over) or turns it into the mark for ``notStoredMarkerDuration`` (a 404, `no-store`, an entry over the cap,
     /// undecodable bytes: waiters stop at their next poll). A dead owner's lease expires after ``leaseDuration``.

@@ -55,6 +55,10 @@ public final class Image: Sendable {
     /// - Parameters:
     ///   - frames: at least one frame; all frames must have the size of the first.
     ///   - frameCount: the animation's frame count when `animatedProvider` supplies frames not in `frames`.
+    ///   - loopCount: how many times the animation plays; 0 means forever.
+    ///   - format: the format the bytes were in (``ImageFormat/undefined`` for an image made in memory).
+    ///   - metadata: orientation, ICC profile and EXIF of the source.
+    ///   - animatedProvider: decodes the frames past `frames` on demand; nil when `frames` holds them all.
     ///   - animationBudget: the limits later whole-animation work (transform, encode) must respect.
     /// - Precondition: `frames` is not empty.
     public init(

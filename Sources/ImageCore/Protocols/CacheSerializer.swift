@@ -3,13 +3,15 @@ import Foundation
 /// Decides the bytes stored on disk for an image the manager is about to cache under a derived key.
 ///
 /// Only derived results (thumbnails, transformed images) are serialized: originals are stored exactly as
-/// downloaded. The bytes must decode to `image` itself — a later disk hit of the derived key is decoded at full
-/// size and never transformed again. Threading: called on the SDK's CPU pool; may block. Returning nil stores
-/// nothing on disk for that image.
+/// downloaded. The bytes should decode to `image` itself: a later disk hit of the derived key is decoded at full
+/// size and never transformed again, so it gives back exactly what these bytes hold — a lossy encoding reads back
+/// as close, not equal, pixels (see the "What a derived entry reads back" section of <doc:CacheKeys>). Threading:
+/// called on the SDK's CPU pool; may block. Returning nil stores nothing on disk for that image.
 public protocol CacheSerializer: Sendable {
     /// The bytes to store for `image`.
     ///
     /// - Parameters:
+    ///   - image: the derived image (thumbnail, transformed) the manager is about to store on disk.
     ///   - originalData: bytes that decode to exactly `image`, when the caller has them; the manager passes nil
     ///     for derived results (the original's bytes decode to the untransformed, full-size image).
     ///   - imageURL: the URL of the load.

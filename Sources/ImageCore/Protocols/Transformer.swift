@@ -8,8 +8,12 @@ public protocol Transformer: Sendable {
     var transformerKey: String { get }
     /// Returns the transformed image.
     ///
-    /// - Parameter key: the cache key of the original image, for transformers that vary by source.
-    /// - Throws: any error; the core reports it as ``ImageError/Code/transformFailed``.
+    /// - Parameters:
+    ///   - image: the decoded image (every frame of an animation when ``ImageOptions/transformAnimatedImage`` is
+    ///     set).
+    ///   - key: the cache key of the original image, for transformers that vary by source.
+    /// - Throws: any error; the core reports an ``ImageError`` as it is and any other error as
+    ///   ``ImageError/Code/transformFailed``.
     func transform(_ image: Image, forKey key: String) throws -> Image
 }
 
