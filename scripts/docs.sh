@@ -28,9 +28,9 @@ version=$(sed -n -E 's/^## \[([0-9]+\.[0-9]+\.[0-9]+[^]]*)\].*/\1/p' CHANGELOG.m
 [ -n "$version" ] || fail "CHANGELOG.md names no released version (## [x.y.z] - date)"
 grep -qF "Version **$version**" README.md || fail "README.md does not state version $version (CHANGELOG.md's latest)"
 for target in "$@"; do
-    page=Sources/$target/$target.docc/$target.md
-    [ -f "$page" ] || page=Plugins/$target/$target.docc/$target.md
-    [ -f "$page" ] || fail "$target has no landing page Sources/ or Plugins/$target/$target.docc/$target.md"
+    # The catalog sits in the target's folder, wherever Package.swift puts it (Plugins/ImageService/Query …).
+    page=$(find Sources Plugins -path "*/$target.docc/$target.md" | head -1)
+    [ -n "$page" ] || fail "$target has no landing page <target folder>/$target.docc/$target.md"
     awk '/^## Overview/ { getline; while ($0 == "") getline; exit ($0 ~ /^```swift/) ? 0 : 1 }' "$page" \
         || fail "$page: the Overview does not start with a \`\`\`swift snippet"
     grep -qF "version $version;" "$page" || fail "$page does not state version $version (CHANGELOG.md's latest)"
@@ -87,8 +87,7 @@ for name in order:
 ' "$@")
 docc=$(command -v docc || echo "$(dirname "$(readlink -f "$(command -v "$swift")")")/docc")
 while read -r target dependencies; do
-    catalog=Sources/$target/$target.docc
-    [ -d "$catalog" ] || catalog=Plugins/$target/$target.docc
+    catalog=$(dirname "$(find Sources Plugins -path "*/$target.docc/$target.md" | head -1)")
     mkdir -p "$out/symbols/$target"
     cp "$graphs/$target".symbols.json "$out/symbols/$target/" || fail "no symbol graph for $target (see $log)"
     cp "$graphs/$target"@*.symbols.json "$out/symbols/$target/" 2>/dev/null || true

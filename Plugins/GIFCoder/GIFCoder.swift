@@ -3,18 +3,18 @@ import ImageCore
 
 /// Decodes and encodes GIF (87a and 89a, static and animated) with giflib.
 ///
-/// Register it with `CodersManager.shared.addCoder(GIFCoder.shared)`. Decoding composites every frame onto the
-/// logical screen (RGBA, straight alpha, transparent start), honours all disposal methods, clips frames that
-/// reach outside the screen, reads the NETSCAPE2.0 loop count (1 when absent, 0 forever) and clamps delays of
-/// 10 ms or less to 100 ms as browsers do. Animated decodes return the first frame plus an on-demand provider
-/// unless ``/ImageCore/ImageDecodeOptions/preloadAllFrames`` or ``/ImageCore/ImageDecodeOptions/firstFrameOnly`` is set. A file that ends
-/// after a whole frame without its trailer decodes, as in browsers, marked ``/ImageCore/ImageMetadata/isIncomplete``; one that
-/// ends inside a frame fails.
+/// Register it with `CodersManager.shared.addCoder(GIFCoder.shared)`. Decoding composites every frame onto the logical
+/// screen (RGBA, straight alpha, transparent start), honours all disposal methods, clips frames that reach outside the
+/// screen, reads the NETSCAPE2.0 loop count (1 when absent, 0 forever) and clamps delays of 10 ms or less to 100 ms as
+/// browsers do. Animated decodes return the first frame plus an on-demand provider unless
+/// ``/ImageCore/ImageDecodeOptions/preloadAllFrames`` or ``/ImageCore/ImageDecodeOptions/firstFrameOnly`` is set. A
+/// file that ends after a whole frame without its trailer decodes, as in browsers, marked
+/// ``/ImageCore/ImageMetadata/isIncomplete``; one that ends inside a frame fails.
 ///
-/// Threading: stateless and thread-safe; each call uses its own giflib handle. Calls block: run them on the
-/// decode pool, not the cooperative pool. Errors: ``/ImageCore/ImageError`` `badImageData` (giflib's code and text as
-/// the cause), `imageTooLarge` (canvas or any frame over ``/ImageCore/ImageDecodeOptions/maxPixelCount``, checked
-/// before any pixel allocation), `encodeFailed`.
+/// Threading: stateless and thread-safe; each call uses its own giflib handle. Calls block: run them on the decode
+/// pool, not the cooperative pool. Errors: ``/ImageCore/ImageError`` `badImageData` (giflib's code and text as the
+/// cause), `imageTooLarge` (canvas or any frame over ``/ImageCore/ImageDecodeOptions/maxPixelCount``, checked before
+/// any pixel allocation), `encodeFailed`.
 public final class GIFCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendable {
     /// The shared instance to register.
     public static let shared = GIFCoder()
@@ -66,8 +66,8 @@ public final class GIFCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendable
     /// True when `data` starts like a GIF (the header may still be incomplete).
     public func canIncrementallyDecode(_ data: Data) -> Bool { canDecode(data) }
 
-    /// A decoder that shows the first frame once its bytes are complete (ImageCore's ``/ImageCore/IncrementalDecoder`` with
-    /// GIF's step).
+    /// A decoder that shows the first frame once its bytes are complete (ImageCore's ``/ImageCore/IncrementalDecoder``
+    /// with GIF's step).
     public func makeIncrementalDecoder(options: ImageDecodeOptions) -> any IncrementalImageDecoder {
         IncrementalDecoder(options: options, step: GIFIncrementalStep(coder: self, options: options))
     }

@@ -2,7 +2,8 @@ import ImageCore
 
 extension ImageContextOption {
     /// `Double`, seconds: this load's total transfer deadline, instead of
-    /// ``HTTPLoaderConfiguration/maximumTransferDuration``. A request modifier's ``/ImageCore/ImageRequest/timeout`` wins.
+    /// ``HTTPLoaderConfiguration/maximumTransferDuration``. A request modifier's ``/ImageCore/ImageRequest/timeout``
+    /// wins.
     public static let httpTransferTimeout = ImageContextOption(
         "webimage.httploader.transferTimeout",
         traits: OptionTraits(.bytesFetched, download: .field("webimage.httploader.transferTimeout")))

@@ -80,8 +80,8 @@ public final class JPEGCoder: ProgressiveImageCoder, ReportingImageCoder, Sendab
     /// True once the prefix shows the JPEG signature.
     public func canIncrementallyDecode(_ data: Data) -> Bool { canDecode(data) }
 
-    /// Creates a decoder fed with a growing prefix: ImageCore's ``/ImageCore/IncrementalDecoder`` with JPEG's step, which
-    /// previews each completed scan of a progressive JPEG and a baseline JPEG's rows in 25% steps of bytes.
+    /// Creates a decoder fed with a growing prefix: ImageCore's ``/ImageCore/IncrementalDecoder`` with JPEG's step,
+    /// which previews each completed scan of a progressive JPEG and a baseline JPEG's rows in 25% steps of bytes.
     public func makeIncrementalDecoder(options: ImageDecodeOptions) -> any IncrementalImageDecoder {
         IncrementalDecoder(options: options, step: JPEGIncrementalStep(options: options))
     }

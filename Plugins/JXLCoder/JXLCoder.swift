@@ -4,19 +4,19 @@ public import ImageCore
 
 /// Decodes and encodes JPEG XL (codestream and container; stills and animations) with libjxl 0.7.
 ///
-/// Register it with `CodersManager.shared.addCoder(JXLCoder.shared)`. Decoding asks libjxl for 8-bit samples
-/// whatever the file stores (8 to 16-bit integers, half or single floats): gray8, grayAlpha8, rgb8 or rgba8,
-/// with alpha premultiplied only when the file says so. The codestream orientation is applied by default, like
-/// EXIF orientation in JPEG; with ``/ImageCore/ImageDecodeOptions/applyOrientation`` false the stored pixels come back and
-/// ``/ImageCore/ImageMetadata/orientation`` says how to turn them. ``/ImageCore/ImageMetadata/iccProfile`` describes the decoded pixels
-/// (nil when they are sRGB); a lossy (XYB) image whose colour would come out linear is decoded to sRGB instead, as
-/// 8 bits cannot hold linear light well. The container's `Exif` box goes to ``/ImageCore/ImageMetadata/exif``. Animations
-/// decode as the first frame plus an on-demand provider, unless ``/ImageCore/ImageDecodeOptions/preloadAllFrames`` or
-/// ``/ImageCore/ImageDecodeOptions/firstFrameOnly`` is set (the last frame is then decoded once to learn whether the bytes
-/// end inside it: such an animation is marked ``/ImageCore/ImageMetadata/isIncomplete``; other cut files fail); frames are
-/// libjxl's coalesced (blended) frames, durations come from the frame headers (10 ms or less plays at 100 ms, as
-/// browsers do), the loop count from the animation header. Thumbnails decode at full size, then go through the
-/// shared area resampler.
+/// Register it with `CodersManager.shared.addCoder(JXLCoder.shared)`. Decoding asks libjxl for 8-bit samples whatever
+/// the file stores (8 to 16-bit integers, half or single floats): gray8, grayAlpha8, rgb8 or rgba8, with alpha
+/// premultiplied only when the file says so. The codestream orientation is applied by default, like EXIF orientation in
+/// JPEG; with ``/ImageCore/ImageDecodeOptions/applyOrientation`` false the stored pixels come back and
+/// ``/ImageCore/ImageMetadata/orientation`` says how to turn them. ``/ImageCore/ImageMetadata/iccProfile`` describes
+/// the decoded pixels (nil when they are sRGB); a lossy (XYB) image whose colour would come out linear is decoded to
+/// sRGB instead, as 8 bits cannot hold linear light well. The container's `Exif` box goes to
+/// ``/ImageCore/ImageMetadata/exif``. Animations decode as the first frame plus an on-demand provider, unless
+/// ``/ImageCore/ImageDecodeOptions/preloadAllFrames`` or ``/ImageCore/ImageDecodeOptions/firstFrameOnly`` is set (the
+/// last frame is then decoded once to learn whether the bytes end inside it: such an animation is marked
+/// ``/ImageCore/ImageMetadata/isIncomplete``; other cut files fail); frames are libjxl's coalesced (blended) frames,
+/// durations come from the frame headers (10 ms or less plays at 100 ms, as browsers do), the loop count from the
+/// animation header. Thumbnails decode at full size, then go through the shared area resampler.
 ///
 /// Budgets: the coder reads the codestream's size header itself (``probe(_:)``) and refuses an image over
 /// ``/ImageCore/ImageDecodeOptions/maxPixelCount`` before libjxl runs; it checks libjxl's basic info again before any
@@ -27,10 +27,10 @@ public import ImageCore
 /// ``/ImageCore/ImageEncodeOptions/quality`` as `cjxl` derives it; ``/ImageCore/ImageEncodeOptions/effort`` picks
 /// libjxl's effort (`.fast` 3, `.balanced` 7, `.best` 9); several frames make an animation.
 ///
-/// Threading: thread-safe; each call owns its libjxl objects, and an animation's provider serializes its decoder.
-/// Calls block: run them on the decode pool. Errors: ``/ImageCore/ImageError`` `badImageData` (with ``JXLLibError`` as
-/// the cause), `imageTooLarge`, `encodeFailed`. libjxl 0.7 as Debian builds it prints the reason of a decode failure
-/// to standard error; the error the coder throws only carries the status.
+/// Threading: thread-safe; each call owns its libjxl objects, and an animation's provider serializes its decoder. Calls
+/// block: run them on the decode pool. Errors: ``/ImageCore/ImageError`` `badImageData` (with ``JXLLibError`` as the
+/// cause), `imageTooLarge`, `encodeFailed`. libjxl 0.7 as Debian builds it prints the reason of a decode failure to
+/// standard error; the error the coder throws only carries the status.
 public final class JXLCoder: ProgressiveImageCoder, AnimatedImageCoder, ReportingImageCoder, Sendable {
     /// The shared instance to register (single-threaded decoding: the SDK decodes on several threads already).
     public static let shared = JXLCoder()

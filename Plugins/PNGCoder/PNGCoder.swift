@@ -51,7 +51,8 @@ public final class PNGCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendable
     ///
     /// An image decoded from bytes that end before the IEND chunk is marked ``/ImageCore/ImageMetadata/isIncomplete``
     /// (libpng stops reading after the last image data, so a file cut in the chunks after it still decodes).
-    /// - Throws: ``/ImageCore/ImageError`` `imageTooLarge` when IHDR exceeds `options.maxPixelCount` or an animation exceeds
+    /// - Throws: ``/ImageCore/ImageError`` `imageTooLarge` when IHDR exceeds `options.maxPixelCount` or an animation
+    ///   exceeds
     ///   its ``/ImageCore/AnimationBudget``, `badImageData` otherwise.
     public func decode(_ data: Data, options: ImageDecodeOptions) throws -> Image {
         let image = try PNGDecoder.decode(data, options: options)
@@ -123,8 +124,8 @@ public final class PNGCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendable
     /// True once the prefix shows the PNG signature.
     public func canIncrementallyDecode(_ data: Data) -> Bool { canDecode(data) }
 
-    /// Creates a decoder fed with a growing prefix: ImageCore's ``/ImageCore/IncrementalDecoder`` with PNG's step (libpng's
-    /// progressive reader).
+    /// Creates a decoder fed with a growing prefix: ImageCore's ``/ImageCore/IncrementalDecoder`` with PNG's step
+    /// (libpng's progressive reader).
     public func makeIncrementalDecoder(options: ImageDecodeOptions) -> any IncrementalImageDecoder {
         IncrementalDecoder(options: options, step: PNGIncrementalStep(coder: self, options: options))
     }

@@ -3,17 +3,18 @@ import ImageCore
 
 /// Decodes and encodes WebP (lossy, lossless, alpha, animated) with libwebp, libwebpdemux and libwebpmux.
 ///
-/// Register it with `CodersManager.shared.addCoder(WebPCoder.shared)`. Stills decode with `WebPDecode` straight
-/// into the pixel buffer (RGBA with straight alpha when the file has alpha, else RGB); thumbnail and scale-down
-/// sizes use libwebp's scaled decoding. Animations are composited by `WebPAnimDecoder` (blend and dispose per
-/// frame) into RGBA canvases; decode returns the first frame plus an on-demand provider unless
+/// Register it with `CodersManager.shared.addCoder(WebPCoder.shared)`. Stills decode with `WebPDecode` straight into
+/// the pixel buffer (RGBA with straight alpha when the file has alpha, else RGB); thumbnail and scale-down sizes use
+/// libwebp's scaled decoding. Animations are composited by `WebPAnimDecoder` (blend and dispose per frame) into RGBA
+/// canvases; decode returns the first frame plus an on-demand provider unless
 /// ``/ImageCore/ImageDecodeOptions/preloadAllFrames`` or ``/ImageCore/ImageDecodeOptions/firstFrameOnly`` is set.
 /// Durations of 10 ms or less play at 100 ms, as in browsers; the loop count is the file's (0 forever). The ICC profile
 /// lands in ``/ImageCore/ImageMetadata/iccProfile``.
 ///
-/// Threading: stateless and thread-safe; each call owns its libwebp objects. Calls block: run them on the decode
-/// pool. Errors: ``/ImageCore/ImageError`` `badImageData` (libwebp's status as the cause), `imageTooLarge` (canvas over
-/// ``/ImageCore/ImageDecodeOptions/maxPixelCount``, checked from the header before any pixel allocation), `encodeFailed`.
+/// Threading: stateless and thread-safe; each call owns its libwebp objects. Calls block: run them on the decode pool.
+/// Errors: ``/ImageCore/ImageError`` `badImageData` (libwebp's status as the cause), `imageTooLarge` (canvas over
+/// ``/ImageCore/ImageDecodeOptions/maxPixelCount``, checked from the header before any pixel allocation),
+/// `encodeFailed`.
 public final class WebPCoder: ProgressiveImageCoder, AnimatedImageCoder, ReportingImageCoder, Sendable {
     /// The shared instance to register.
     public static let shared = WebPCoder()
@@ -74,8 +75,8 @@ public final class WebPCoder: ProgressiveImageCoder, AnimatedImageCoder, Reporti
     /// True when `data` starts like a WebP file.
     public func canIncrementallyDecode(_ data: Data) -> Bool { canDecode(data) }
 
-    /// A `WebPIDecoder`-based decoder that shows rows as they arrive (ImageCore's ``/ImageCore/IncrementalDecoder`` with
-    /// WebP's step).
+    /// A `WebPIDecoder`-based decoder that shows rows as they arrive (ImageCore's ``/ImageCore/IncrementalDecoder``
+    /// with WebP's step).
     public func makeIncrementalDecoder(options: ImageDecodeOptions) -> any IncrementalImageDecoder {
         IncrementalDecoder(options: options, step: WebPIncrementalStep(coder: self, options: options))
     }

@@ -29,13 +29,14 @@ private let registration = Locked<DefaultPlugins?>(nil)
 
 /// Registers every plugin of the SDK for users who want everything with one call.
 ///
-/// Adds the PNG (and APNG), JPEG, WebP, GIF, AVIF, HEIF and JPEG XL coders to ``/ImageCore/CodersManager/shared``; registers
-/// ``/ColorManagement/LCMSColorConverter/shared`` with ``/ImageCore/ColorConversion`` (conversion stays off until a load sets
-/// ``/ImageCore/ImageDecodeOptions/convertToSRGB``) and ``/JXLCoder/ButteraugliMetric/shared`` with ``/ImageCore/PerceptualQuality`` (used only by
-/// encodes with an ``/ImageCore/ImageEncodeOptions/perceptualTarget``); sets ``/ImageCore/ImageManager/defaultImageCache``
-/// to a ``/ImageCore/CachesManager`` of `memoryCache` then `diskCache`; adds `httpLoader` to ``/ImageCore/LoadersManager/shared``
-/// (beside the file and `data:` loaders) and makes that the default loader. Call it before the first use of
-/// ``/ImageCore/ImageManager/shared``. Calling it again returns the first registration and changes nothing.
+/// Adds the PNG (and APNG), JPEG, WebP, GIF, AVIF, HEIF and JPEG XL coders to ``/ImageCore/CodersManager/shared``;
+/// registers ``/ColorManagement/LCMSColorConverter/shared`` with ``/ImageCore/ColorConversion`` (conversion stays off
+/// until a load sets ``/ImageCore/ImageDecodeOptions/convertToSRGB``) and ``/JXLCoder/ButteraugliMetric/shared`` with
+/// ``/ImageCore/PerceptualQuality`` (used only by encodes with an ``/ImageCore/ImageEncodeOptions/perceptualTarget``);
+/// sets ``/ImageCore/ImageManager/defaultImageCache`` to a ``/ImageCore/CachesManager`` of `memoryCache` then
+/// `diskCache`; adds `httpLoader` to ``/ImageCore/LoadersManager/shared`` (beside the file and `data:` loaders) and
+/// makes that the default loader. Call it before the first use of ``/ImageCore/ImageManager/shared``. Calling it again
+/// returns the first registration and changes nothing.
 @discardableResult
 public func registerDefaultPlugins(
     memoryCache: MemoryCache = .shared, diskCache: DiskCache = .shared, httpLoader: HTTPLoader = .shared

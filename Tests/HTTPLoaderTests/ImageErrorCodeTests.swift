@@ -216,6 +216,29 @@ import Testing
                 }
             ),
             "cacheMiss": (.cacheQuery, { await $0.load("/never-cached.png", options: .fromCacheOnly) }),
+            // An encoder's perceptual search with no metric registered (this suite links no JXLCoder, so nothing
+            // registers one): refused before any encode.
+            "noPerceptualMetric": (
+                .encode,
+                { _ in
+                    guard PerceptualQuality.metric == nil else { return nil }
+                    let pixels = PixelBuffer(width: 1, height: 1, layout: .rgb8, bytes: [0, 0, 0])
+                    let encodes = Locked(0)
+                    do {
+                        _ = try PerceptualQuality.search(
+                            PerceptualTarget(maxDistance: 1), reference: pixels, levels: 1...100, start: 80,
+                            logSlope: -0.02, quality: { Double($0) / 100 },
+                            encode: { _ in
+                                encodes.withLock { $0 += 1 }
+                                return Data()
+                            },
+                            decode: { _ in pixels })
+                        return nil
+                    } catch {
+                        return encodes.value == 0 ? error : nil
+                    }
+                }
+            ),
         ]
 
     @Test func everyDeclaredCodeIsRaisedByACaseItsDocumentationNames() async throws {

@@ -168,7 +168,9 @@ import Testing
             encoding: .utf8)
         let rows = OptionCatalog.markdownTable.components(separatedBy: "\n")
         let missing = rows.filter { !page.contains($0) && !$0.contains("com.example") }
-        #expect(missing.isEmpty, "ARCHITECTURE.md lacks these rows of OptionCatalog.markdownTable:\n\(missing.joined(separator: "\n"))")
+        #expect(
+            missing.isEmpty,
+            "ARCHITECTURE.md lacks these rows of OptionCatalog.markdownTable:\n\(missing.joined(separator: "\n"))")
     }
 
     @Test("an undeclared plugin key gets a download of its own; a declared one follows its declaration")

@@ -149,7 +149,8 @@ struct PNGFastPathTests {
     /// zlib's refusals of the symbols deflate reserves (distance codes 30-31, literal/length codes 286-287).
     static func isReservedCodeRefusal(_ error: any Error) -> Bool {
         let message = String(describing: (error as? ImageError)?.underlying ?? error)
-        return ["invalid distance code", "invalid literal/length code", "too many length or distance symbols"].contains {
+        return ["invalid distance code", "invalid literal/length code", "too many length or distance symbols"].contains
+        {
             message.contains($0)
         }
     }

@@ -233,7 +233,9 @@ final class LoadPlan: Sendable {
             parts.coder = String(reflecting: type(of: coder))
         }
         // Encode options decide what a derived entry reads back (``ImageEncodeOptions/Field``: a key part).
-        if context.hasValue(.imageEncodeOptions), let encode = context.imageEncodeOptions { parts.encode = encode.keyPart }
+        if context.hasValue(.imageEncodeOptions), let encode = context.imageEncodeOptions {
+            parts.encode = encode.keyPart
+        }
         return parts
     }
 

@@ -21,6 +21,9 @@ public protocol PerceptualMetric: Sendable {
 
 extension ImageError.Code {
     /// An encode asked for a ``PerceptualTarget`` but no ``PerceptualMetric`` is registered
-    /// (``PerceptualQuality/register(_:)``; `registerDefaultPlugins()` registers libjxl's butteraugli).
+    /// (``PerceptualQuality/register(_:)``; `registerDefaultPlugins()` registers libjxl's butteraugli). Stage
+    /// `encode`, raised before any encode: by a coder's encode with a target, by
+    /// ``PerceptualQuality/search(_:reference:levels:start:logSlope:quality:metric:encode:decode:)`` and by
+    /// ``PerceptualQuality/requireMetric()``.
     public static let noPerceptualMetric = ImageError.Code("noPerceptualMetric")
 }
