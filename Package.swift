@@ -148,7 +148,8 @@ let package = Package(
             name: "ImageService",
             dependencies: [
                 "ImageServiceQuery", "ImageCore", "PNGCoder", "JPEGCoder", "WebPCoder", "GIFCoder", "AVIFCoder",
-                "HEIFCoder", "ColorManagement", "ImageTransformers", "DiskCache", "RedisCache", "HTTPLoader",
+                "HEIFCoder", "JXLCoder", "ColorManagement", "ImageTransformers", "DiskCache", "RedisCache",
+                "HTTPLoader",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -265,7 +266,8 @@ let package = Package(
         .testTarget(
             name: "ImageServiceTests",
             dependencies: [
-                "ImageService", "ImageServiceQuery", "ImageTestSupport", "PNGCoder",
+                "ImageService", "ImageServiceQuery", "ImageTestSupport", "PNGCoder", "JPEGCoder", "JXLCoder",
+                "ImageTransformers",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -31,7 +31,8 @@ for target in "$@"; do
     # The catalog sits in the target's folder, wherever Package.swift puts it (Plugins/ImageService/Query …).
     page=$(find Sources Plugins -path "*/$target.docc/$target.md" | head -1)
     [ -n "$page" ] || fail "$target has no landing page <target folder>/$target.docc/$target.md"
-    awk '/^## Overview/ { getline; while ($0 == "") getline; exit ($0 ~ /^```swift/) ? 0 : 1 }' "$page" \
+    # (A snippet-mode comment, <!-- snippet: compile-only … -->, may stand on the line before the block.)
+    awk '/^## Overview/ { getline; while ($0 == "" || $0 ~ /^<!--/) getline; exit ($0 ~ /^```swift/) ? 0 : 1 }' "$page" \
         || fail "$page: the Overview does not start with a \`\`\`swift snippet"
     grep -qF "version $version;" "$page" || fail "$page does not state version $version (CHANGELOG.md's latest)"
 done

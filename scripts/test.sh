@@ -95,9 +95,10 @@ if [ "${SKIP_EXAMPLES:-0}" != "1" ]; then
     step "README and DocC snippets"
     # The README's blocks, every product's landing page (<Name>.docc/<Name>.md) and the cache-key article.
     pages=()
-    for page in Sources/*/*.docc/*.md Plugins/*/*.docc/*.md; do
+    # (Catalogs sit in their target's folder, which may be nested: Plugins/ImageService/Query/….)
+    while IFS= read -r page; do
         if [ "$(basename "$page" .md)" = "$(basename "$(dirname "$page")" .docc)" ]; then pages+=("$page"); fi
-    done
+    done < <(find Sources Plugins -path '*.docc/*.md' | sort)
     scripts/readme-snippets.sh README.md "${pages[@]}" Sources/ImageCore/ImageCore.docc/CacheKeys.md
 fi
 

@@ -146,9 +146,9 @@ public final class AVIFCoder: ProgressiveImageCoder, AnimatedImageCoder, Reporti
         return try AVIFEncoder.encode(image, options: options, maxThreads: maxThreads).data
     }
 
-    /// ``encode(_:as:options:)``, reporting the quality used (chosen by a ``ImageEncodeOptions/perceptualTarget``
-    /// on the first frame — levels are 63 minus the AV1 quantizer — or lowered by `maxFileSize`) and the perceptual
-    /// search's report.
+    /// ``encode(_:as:options:)``, reporting the quality used (chosen by a
+    /// ``/ImageCore/ImageEncodeOptions/perceptualTarget`` on the first frame — levels are 63 minus the AV1 quantizer —
+    /// or lowered by `maxFileSize`) and the perceptual search's report.
     ///
     /// - Throws: as ``encode(_:as:options:)``; `noPerceptualMetric` for a target without a registered metric.
     public func encodeReporting(

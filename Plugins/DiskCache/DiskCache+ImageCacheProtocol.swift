@@ -7,7 +7,7 @@ extension DiskCache {
     /// Answers on the read pool, or on the caller's thread before returning with
     /// ``/ImageCore/ImageOptions/queryDiskDataSync``. A hit carries the bytes and metadata, never an image (the
     /// manager decodes). Corrupt and expired entries are misses; an unreadable file is a `cacheFailure`.
-    /// Returns a ``ImageCore/CacheQueryOperation`` (nil when the query completed before returning) that keeps the
+    /// Returns a ``/ImageCore/CacheQueryOperation`` (nil when the query completed before returning) that keeps the
     /// protocol's cancel contract: cancelling it before the answer completes the query with `cancelled` at once,
     /// on the cancelling thread; a read not started yet is skipped, the answer of one already running is dropped.
     /// In a directory the cache does not own (``DiskCache/ownsDirectory``) every query is a miss.
@@ -196,7 +196,7 @@ extension DiskCache {
     /// (``storeData(_:metadata:forKey:)`` …) running on other threads count too. `completion` runs on a write-pool
     /// thread once the last of that work settles, or on the caller's thread before this returns when nothing is
     /// pending; never under the cache's lock. The await form is
-    /// ``ImageCore/ImageCacheProtocol/waitForPendingWrites()``.
+    /// ``/ImageCore/ImageCacheProtocol/waitForPendingWrites()``.
     public func waitForPendingWrites(completion: @escaping @Sendable () -> Void) {
         let work = DiskJobWork {
             completion()

@@ -3,16 +3,16 @@ import ImageCore
 
 /// Cancelling downloads (SDWebImageDownloader's `cancelAllDownloads`) and ending the loader.
 extension HTTPLoader {
-    /// Cancels every queued and running transfer, and every manager download waiting to reach this loader; the
-    /// loader keeps running and accepts new requests.
+    /// Cancels every queued and running transfer, and every manager download waiting to reach this loader; the loader
+    /// keeps running and accepts new requests.
     ///
-    /// One registry (``downloadControl``) ends them together: the downloads an ``ImageManager`` holds in its
-    /// admission queue for this loader (they never start), the manager jobs of those downloads (their loads complete
-    /// with `cancelled`, and no load joins them any more), then the transfers themselves. Every caller of a cancelled
-    /// transfer completes with `cancelled` (stage `download`), on a Dispatch queue (or the configured
-    /// ``HTTPLoaderConfiguration/callbackQueue``), never inside this call; running requests are cancelled and their
-    /// connections closed, queued ones are never sent. A load or request made after this call returns starts a new
-    /// transfer. Thread-safe.
+    /// One registry (``/ImageCore/ImageLoader/downloadControl(for:)``) ends them together: the downloads an
+    /// ``/ImageCore/ImageManager`` holds in its admission queue for this loader (they never start), the manager jobs of
+    /// those downloads (their loads complete with `cancelled`, and no load joins them any more), then the transfers
+    /// themselves. Every caller of a cancelled transfer completes with `cancelled` (stage `download`), on a Dispatch
+    /// queue (or the configured ``HTTPLoaderConfiguration/callbackQueue``), never inside this call; running requests
+    /// are cancelled and their connections closed, queued ones are never sent. A load or request made after this call
+    /// returns starts a new transfer. Thread-safe.
     ///
     /// - Returns: The number of transfers cancelled, plus the manager downloads that were waiting to start.
     @discardableResult

@@ -15,7 +15,7 @@ public import ImageCore
 /// 12 MP photo never decodes at full size to make 256 px. Recoverable corruption (truncated data, extraneous bytes)
 /// decodes with libjpeg's warnings ignored, as djpeg does; fatal errors throw. Data that ends before the EOI
 /// marker (a cut download: libjpeg fills in the missing area) gives an image marked
-/// ``ImageMetadata/isIncomplete``.
+/// ``/ImageCore/ImageMetadata/isIncomplete``.
 ///
 /// Threading: stateless and `Sendable`; every call owns its TurboJPEG handle, so calls may run concurrently. Calls
 /// block: use a decode pool, not the cooperative pool.
@@ -56,8 +56,9 @@ public final class JPEGCoder: ProgressiveImageCoder, ReportingImageCoder, Sendab
         return try JPEGEncoder.encode(image, options: options).data
     }
 
-    /// ``encode(_:as:options:)``, reporting the quality used (chosen by a ``ImageEncodeOptions/perceptualTarget``
-    /// or lowered by `maxFileSize`) and the perceptual search's report.
+    /// ``encode(_:as:options:)``, reporting the quality used (chosen by a
+    /// ``/ImageCore/ImageEncodeOptions/perceptualTarget`` or lowered by `maxFileSize`) and the perceptual search's
+    /// report.
     ///
     /// - Throws: as ``encode(_:as:options:)``; `noPerceptualMetric` for a target without a registered metric.
     public func encodeReporting(

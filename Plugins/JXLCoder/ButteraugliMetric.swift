@@ -15,18 +15,18 @@ final class ButteraugliHandle {
     deinit { JxlButteraugliApiDestroy(api) }
 }
 
-/// Butteraugli through libjxl's API (`JxlButteraugliCompute`): the ``PerceptualMetric`` behind
-/// ``ImageEncodeOptions/perceptualTarget``, the same metric JPEG XL's encoder aims at.
+/// Butteraugli through libjxl's API (`JxlButteraugliCompute`): the ``/ImageCore/PerceptualMetric`` behind
+/// ``/ImageCore/ImageEncodeOptions/perceptualTarget``, the same metric JPEG XL's encoder aims at.
 ///
-/// The distance is the max norm (`JxlButteraugliResultGetMaxDistance`), computed with libjxl's defaults
-/// (intensity target, HF asymmetry) on 8-bit sRGB: opaque pixels as RGB, translucent ones as straight RGBA (libjxl
-/// then compares over black and over white and keeps the worse); gray is compared as RGB. One thread per comparison (no parallel runner): the
-/// encode pool already runs one image per core.
+/// The distance is the max norm (`JxlButteraugliResultGetMaxDistance`), computed with libjxl's defaults (intensity
+/// target, HF asymmetry) on 8-bit sRGB: opaque pixels as RGB, translucent ones as straight RGBA (libjxl then compares
+/// over black and over white and keeps the worse); gray is compared as RGB. One thread per comparison (no parallel
+/// runner): the encode pool already runs one image per core.
 ///
-/// Cost: about 0.8 µs a pixel on this project's machine (≈ 140 ms CPU for a 512×341 photo, ≈ 46 ms at 256×171),
-/// 100–200 times a JPEG encode of the same pixels; Benchmarks/README.md has the figures. Register it with
-/// `PerceptualQuality.register(ButteraugliMetric.shared)` (`registerDefaultPlugins()` does).
-/// Thread-safe: each call owns its libjxl objects.
+/// Cost: about 0.8 µs a pixel on this project's machine (≈ 140 ms CPU for a 512×341 photo, ≈ 46 ms at 256×171), 100–200
+/// times a JPEG encode of the same pixels; Benchmarks/README.md has the figures. Register it with
+/// `PerceptualQuality.register(ButteraugliMetric.shared)` (`registerDefaultPlugins()` does). Thread-safe: each call
+/// owns its libjxl objects.
 public struct ButteraugliMetric: PerceptualMetric {
     /// The shared instance.
     public static let shared = ButteraugliMetric()
@@ -39,7 +39,7 @@ public struct ButteraugliMetric: PerceptualMetric {
 
     /// The butteraugli max-norm distance between `reference` and `candidate` (same size).
     ///
-    /// - Throws: ``ImageError`` `encodeFailed` when the sizes differ, a side is 0, or libjxl fails.
+    /// - Throws: ``/ImageCore/ImageError`` `encodeFailed` when the sizes differ, a side is 0, or libjxl fails.
     public func distance(from reference: PixelBuffer, to candidate: PixelBuffer) throws -> Double {
         try compare(reference, candidate)
     }

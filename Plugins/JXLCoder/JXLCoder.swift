@@ -122,8 +122,9 @@ public final class JXLCoder: ProgressiveImageCoder, AnimatedImageCoder, Reportin
         return try encodeReporting(image, as: format, options: options).data
     }
 
-    /// ``encode(_:as:options:)``, reporting the quality used and, with a ``ImageEncodeOptions/perceptualTarget``,
-    /// a report with metric `jxl-distance`, one encode and no measured distance (libjxl encodes to the distance).
+    /// ``encode(_:as:options:)``, reporting the quality used and, with a
+    /// ``/ImageCore/ImageEncodeOptions/perceptualTarget``, a report with metric `jxl-distance`, one encode and no
+    /// measured distance (libjxl encodes to the distance).
     ///
     /// - Throws: as ``encode(_:as:options:)``.
     public func encodeReporting(
@@ -157,8 +158,8 @@ public final class JXLCoder: ProgressiveImageCoder, AnimatedImageCoder, Reportin
     /// True when `data` starts like a JPEG XL file.
     public func canIncrementallyDecode(_ data: Data) -> Bool { canDecode(data) }
 
-    /// A decoder that shows libjxl's progressive steps (the 1:8 DC image, then each pass) of the first frame as
-    /// bytes arrive; the final image is exactly a full decode. ImageCore's ``IncrementalDecoder`` with JPEG XL's
+    /// A decoder that shows libjxl's progressive steps (the 1:8 DC image, then each pass) of the first frame as bytes
+    /// arrive; the final image is exactly a full decode. ImageCore's ``/ImageCore/IncrementalDecoder`` with JPEG XL's
     /// step.
     public func makeIncrementalDecoder(options: ImageDecodeOptions) -> any IncrementalImageDecoder {
         IncrementalDecoder(options: options, step: JXLIncrementalStep(coder: self, options: options))

@@ -92,8 +92,9 @@ public final class WebPCoder: ProgressiveImageCoder, AnimatedImageCoder, Reporti
         return try WebPEncoder.encode(image, options: options).data
     }
 
-    /// ``encode(_:as:options:)``, reporting the quality used (chosen by a ``ImageEncodeOptions/perceptualTarget``
-    /// on the first frame, or lowered by `maxFileSize`) and the perceptual search's report.
+    /// ``encode(_:as:options:)``, reporting the quality used (chosen by a
+    /// ``/ImageCore/ImageEncodeOptions/perceptualTarget`` on the first frame, or lowered by `maxFileSize`) and the
+    /// perceptual search's report.
     ///
     /// - Throws: as ``encode(_:as:options:)``; `noPerceptualMetric` for a target without a registered metric.
     public func encodeReporting(

@@ -235,7 +235,7 @@ import Testing
                             decode: { _ in pixels })
                         return nil
                     } catch {
-                        return encodes.value == 0 ? error : nil
+                        return encodes.value == 0 ? error as? ImageError : nil
                     }
                 }
             ),

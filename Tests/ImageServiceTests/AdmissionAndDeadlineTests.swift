@@ -7,7 +7,10 @@ import Testing
 
 /// Admission and the deadline: every origin byte is fetched holding a worker; one deadline per request bounds all
 /// its work and gives the worker back when it passes.
-@Suite struct AdmissionAndDeadlineTests {
+// Serialized: two tests block a cooperative thread on purpose (a body that ignores cancellation, as a C decoder
+// mid-image would); run together on a 2-core machine they took both threads of the cooperative pool, and nothing
+// was left to fire the deadline they test.
+@Suite(.serialized) struct AdmissionAndDeadlineTests {
     /// A conditional request on a miss needs the source, so it takes a worker like any other: with one worker busy
     /// and no queue, it is refused at once and makes no origin request.
     @Test func conditionalRequestsOnAMissTakeAWorker() async throws {

@@ -240,3 +240,46 @@ import WebImage
         #expect(again.image.pixels.straightRGBABytes() == first.image.pixels.straightRGBABytes())
     }
 }
+
+/// Found by the main-line model once it drew every option (seed 8811096149524160869): an animation budget that
+/// keeps the first frame (`onExceeded: .firstFrameOnly`) was honoured when a load decoded bytes or hit its own key,
+/// but not when a derived load (here: encode options) was served from the decoded original in memory — it got
+/// every frame. Every path that serves an image decoded elsewhere now asks one rule
+/// (`ImageDecodeOptions.keepsFirstFrameOnly(of:)`).
+@Suite struct AnimationBudgetOnDecodedImagesTests {
+    @Test(arguments: ["encode options", "transformer", "own key"])
+    func aBudgetThatKeepsTheFirstFrameHoldsOnEveryPath(_ path: String) async throws {
+        let frames = (0..<3).map { index in
+            ImageFrame(
+                pixels: PixelBuffer(
+                    width: 24, height: 16, layout: .rgba8,
+                    bytes: [UInt8](repeating: UInt8(30 + index * 60), count: 24 * 16 * 4)),
+                duration: 0.1)
+        }
+        let coders = CodersManager(coders: [GIFCoder.shared, PNGCoder.shared])
+        let gif = try coders.encode(Image(frames: frames), as: .gif, options: ImageEncodeOptions())
+        let url = URL(string: "https://origin.example/three.gif")!
+        let loader = ScriptedLoader(acceptsAll: true)
+        loader.set(.data(gif, ResponseMetadata(url: url, statusCode: 200)), for: url)
+        let manager = ImageManager(cache: CachesManager([MemoryCache()]), loader: loader, coders: coders)
+        // The plain load first: the decoded original (three frames) is in memory.
+        let plain = try await manager.loadImage(with: url)
+        #expect(plain.image.frameCount == 3)
+
+        var context = ImageContext()
+        context.imageDecodeOptions = ImageDecodeOptions(
+            animationBudget: AnimationBudget(maxFrameCount: 2, onExceeded: .firstFrameOnly))
+        switch path {
+        case "encode options": context.imageEncodeOptions = ImageEncodeOptions(quality: 0.5)
+        case "transformer":
+            context.imageTransformer = BlockTransformer(key: "identity") { image, _ in image }
+        default: break
+        }
+        let budgeted = try await manager.loadImage(with: url, options: [.transformAnimatedImage], context: context)
+        #expect(
+            budgeted.image.frameCount == 1, "\(path): \(budgeted.image.frameCount) frames from \(budgeted.cacheType)")
+        #expect(loader.requestCount(for: url) == 1, "served from what was decoded, not downloaded again")
+        // And the plain load is still the whole animation.
+        #expect(try await manager.loadImage(with: url).image.frameCount == 3)
+    }
+}

@@ -18,10 +18,12 @@ public enum BlurHash {
     /// The BlurHash of `image`'s first frame, reduced to fit `maxSide × maxSide` first (ImageCore's area average).
     ///
     /// - Parameters:
+    ///   - image: the image; only its first frame is read.
     ///   - componentsX: horizontal components, 1...9 (4 is the reference's usual choice).
     ///   - componentsY: vertical components, 1...9 (3 for landscape images).
-    /// - Throws: ``ImageError`` `transformFailed` (stage `transform`) for components outside 1...9 or an empty
-    ///   image.
+    ///   - maxSide: the box the frame is reduced into before hashing (``defaultMaxSide``).
+    /// - Throws: ``/ImageCore/ImageError`` `transformFailed` (stage `transform`) for components outside 1...9 or an
+    ///   empty image.
     public static func encode(
         _ image: Image, componentsX: Int = 4, componentsY: Int = 3, maxSide: Int = defaultMaxSide
     ) throws(ImageError) -> String {
@@ -30,7 +32,7 @@ public enum BlurHash {
 
     /// The BlurHash of `pixels` at their own size (no reduction: the cost grows with the pixel count).
     ///
-    /// - Throws: ``ImageError`` `transformFailed` for components outside 1...9 or an empty buffer.
+    /// - Throws: ``/ImageCore/ImageError`` `transformFailed` for components outside 1...9 or an empty buffer.
     public static func encode(_ pixels: PixelBuffer, componentsX: Int = 4, componentsY: Int = 3) throws(ImageError)
         -> String
     {
@@ -99,10 +101,11 @@ public enum BlurHash {
         return hash
     }
 
-    /// Decodes `hash` to `width × height` opaque RGB pixels (decode small — 32 pixels or less — and let the page
-    /// scale it up: it is a blur). `punch` scales the contrast (1 as encoded).
+    /// Decodes `hash` to `width × height` opaque RGB pixels (decode small — 32 pixels or less — and let the page scale
+    /// it up: it is a blur). `punch` scales the contrast (1 as encoded).
     ///
-    /// - Throws: ``ImageError`` `badImageData` (stage `decode`) for a malformed hash or a size outside 1...1024.
+    /// - Throws: ``/ImageCore/ImageError`` `badImageData` (stage `decode`) for a malformed hash or a size outside
+    ///   1...1024.
     public static func decode(_ hash: String, width: Int, height: Int, punch: Double = 1) throws(ImageError)
         -> PixelBuffer
     {

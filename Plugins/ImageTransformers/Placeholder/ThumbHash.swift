@@ -16,14 +16,14 @@ public enum ThumbHash {
 
     /// The ThumbHash of `image`'s first frame, reduced to fit `maxSide × maxSide` (at most 100) first.
     ///
-    /// - Throws: ``ImageError`` `transformFailed` (stage `transform`) for an empty image.
+    /// - Throws: ``/ImageCore/ImageError`` `transformFailed` (stage `transform`) for an empty image.
     public static func encode(_ image: Image, maxSide: Int = maxSide) throws(ImageError) -> [UInt8] {
         encode(try PlaceholderPixels(image, maxSide: min(maxSide, Self.maxSide)))
     }
 
     /// The ThumbHash of `pixels` at their own size.
     ///
-    /// - Throws: ``ImageError`` `transformFailed` for an empty buffer or a side over 100.
+    /// - Throws: ``/ImageCore/ImageError`` `transformFailed` for an empty buffer or a side over 100.
     public static func encode(_ pixels: PixelBuffer) throws(ImageError) -> [UInt8] {
         guard (1...maxSide).contains(pixels.width), (1...maxSide).contains(pixels.height) else {
             throw ImageError(
@@ -170,7 +170,7 @@ public enum ThumbHash {
 
     /// The approximate aspect ratio (width ÷ height) a hash records.
     ///
-    /// - Throws: ``ImageError`` `badImageData` (stage `decode`) for a hash shorter than its header.
+    /// - Throws: ``/ImageCore/ImageError`` `badImageData` (stage `decode`) for a hash shorter than its header.
     public static func aspectRatio(of hash: [UInt8]) throws(ImageError) -> Double {
         guard hash.count >= 5 else {
             throw ImageError(.badImageData, stage: .decode, message: "ThumbHash: fewer than 5 bytes")
@@ -185,10 +185,11 @@ public enum ThumbHash {
         return Double(lx) / Double(ly)
     }
 
-    /// Renders `hash` as straight RGBA, at most 32 pixels on its longer side, as the reference's
-    /// `thumbHashToRGBA` does; a page scales it up.
+    /// Renders `hash` as straight RGBA, at most 32 pixels on its longer side, as the reference's `thumbHashToRGBA`
+    /// does; a page scales it up.
     ///
-    /// - Throws: ``ImageError`` `badImageData` (stage `decode`) for a hash too short for what its header declares.
+    /// - Throws: ``/ImageCore/ImageError`` `badImageData` (stage `decode`) for a hash too short for what its header
+    ///   declares.
     public static func decode(_ hash: [UInt8]) throws(ImageError) -> PixelBuffer {
         let header = try Header(hash)
         let acStart = header.hasAlpha ? 6 : 5
@@ -275,14 +276,14 @@ public enum ThumbHash {
 extension Image {
     /// The BlurHash of the first frame (see ``BlurHash/encode(_:componentsX:componentsY:maxSide:)``).
     ///
-    /// - Throws: ``ImageError`` `transformFailed` for components outside 1...9 or an empty image.
+    /// - Throws: ``/ImageCore/ImageError`` `transformFailed` for components outside 1...9 or an empty image.
     public func blurHash(componentsX: Int = 4, componentsY: Int = 3) throws(ImageError) -> String {
         try BlurHash.encode(self, componentsX: componentsX, componentsY: componentsY)
     }
 
     /// The ThumbHash of the first frame, base64-encoded as pages carry it (see ``ThumbHash/encode(_:maxSide:)``).
     ///
-    /// - Throws: ``ImageError`` `transformFailed` for an empty image.
+    /// - Throws: ``/ImageCore/ImageError`` `transformFailed` for an empty image.
     public func thumbHash() throws(ImageError) -> String {
         Data(try ThumbHash.encode(self)).base64EncodedString()
     }

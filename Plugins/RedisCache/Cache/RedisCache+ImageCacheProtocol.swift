@@ -25,7 +25,7 @@ extension RedisCache {
     ///
     /// A lease this query took is the caller's when the answer is nil: it ends with the caller's store of the key
     /// or its ``missEnded(forKey:cacheType:outcome:)``. When the query is cancelled after it took the lease, the
-    /// cache ends the lease itself (``ImageCore/CacheMissOutcome/abandoned``: a waiter takes the fetch over).
+    /// cache ends the lease itself (``/ImageCore/CacheMissOutcome/abandoned``: a waiter takes the fetch over).
     @discardableResult
     public func queryImageClaimingMiss(
         forKey key: String, options: ImageOptions, context: ImageContext, cacheType: ImageCacheType,

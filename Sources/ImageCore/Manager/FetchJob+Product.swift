@@ -42,11 +42,11 @@ extension FetchJob {
     }
 
     /// An image that is already decoded (a loader's own, or the original's memory entry) gets the decode options
-    /// that can be applied to pixels: first frame only, and the thumbnail size of a still image (scaled up, too,
-    /// with `allowsThumbnailUpscaling`, within the pixel budget).
+    /// that can be applied to pixels: first frame only (asked for, or kept by the animation budget), and the
+    /// thumbnail size of a still image (scaled up, too, with `allowsThumbnailUpscaling`, within the pixel budget).
     private static func applyDecodeOptions(_ options: ImageDecodeOptions, to image: Image) throws(ImageError) -> Image {
         var image = image
-        if options.firstFrameOnly, image.isAnimated { image = image.with(frames: [image.frames[0]]) }
+        if options.keepsFirstFrameOnly(of: image) { image = image.with(frames: [image.frames[0]]) }
         let target = options.targetSize(forSourceWidth: image.width, height: image.height)
         if !image.isAnimated, target.width != image.width || target.height != image.height {
             if target.width > image.width || target.height > image.height { try options.checkUpscaledBudget(target) }

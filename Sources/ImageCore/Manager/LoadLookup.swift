@@ -141,10 +141,19 @@ struct LoadLookup {
             let (pixels, overflow) = image.width.multipliedReportingOverflow(by: image.height)
             if overflow || pixels > limit / 4 { return nil }
         }
-        let budget = decodeOptions.animationBudget
-        let overBudget = image.frameCount > budget.maxFrameCount && budget.onExceeded == .firstFrameOnly
-        if decodeOptions.firstFrameOnly || overBudget, image.isAnimated { return image.with(frames: [image.frames[0]]) }
-        return image
+        return decodeOptions.keepsFirstFrameOnly(of: image) ? image.with(frames: [image.frames[0]]) : image
+    }
+}
+
+extension ImageDecodeOptions {
+    /// True when a load with these options gets only the first frame of `image`, already decoded: asked for
+    /// (``firstFrameOnly``), or kept by an animation budget over which the first frame is kept
+    /// (`onExceeded: .firstFrameOnly`), as a decode with these options would. Every path that serves an image
+    /// decoded elsewhere (a cache hit of the key, the decoded original) asks this one rule.
+    func keepsFirstFrameOnly(of image: Image) -> Bool {
+        guard image.isAnimated else { return false }
+        if firstFrameOnly { return true }
+        return image.frameCount > animationBudget.maxFrameCount && animationBudget.onExceeded == .firstFrameOnly
     }
 }
 

@@ -58,12 +58,14 @@ public enum PerceptualQuality {
     /// Searches the lowest level of an encoder's quality scale whose output, decoded, is within `target` of
     /// `reference`: what an encoder calls for ``ImageEncodeOptions/perceptualTarget``.
     ///
-    /// Each probe encodes, decodes and measures once (``QualitySearch/lowestPassing(levels:start:threshold:logSlope:maxProbes:measure:)``
-    /// with ``PerceptualTarget/maxEncodes`` probes). When no probe meets the target the output of the probe with
-    /// the smallest distance is returned (the top level whenever the budget reached it), with
+    /// Each probe encodes, decodes and measures once
+    /// (``QualitySearch/lowestPassing(levels:start:threshold:logSlope:maxProbes:measure:)`` with
+    /// ``PerceptualTarget/maxEncodes`` probes). When no probe meets the target the output of the probe with the
+    /// smallest distance is returned (the top level whenever the budget reached it), with
     /// ``PerceptualReport/meetsTarget`` false.
     ///
     /// - Parameters:
+    ///   - target: the largest distance allowed, and the search's budget (``PerceptualTarget/maxEncodes``).
     ///   - reference: the pixels the encoder was given, as it encodes them (resized, composited).
     ///   - levels: the encoder's quality levels, higher is better.
     ///   - start: the first level to try: the encoder's estimate for `target`.

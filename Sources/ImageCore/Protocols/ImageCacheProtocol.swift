@@ -158,7 +158,7 @@ public protocol ImageCacheProtocol: Sendable {
     /// cancel, a revalidation that kept the old bytes). On any other answer — a hit, an error, a cancel — the cache
     /// holds nothing for the caller: it ended whatever it took itself. The plain query never holds anything, so a
     /// caller who never ends misses never stalls another process. The manager asks this way for the keys whose
-    /// misses it claims (``MissClaim``). Default: the plain query (nothing is held).
+    /// misses it claims (`MissClaim`). Default: the plain query (nothing is held).
     @discardableResult
     func queryImageClaimingMiss(
         forKey key: String, options: ImageOptions, context: ImageContext, cacheType: ImageCacheType,

@@ -387,6 +387,10 @@ enum OptionDraws {
             options.firstFrameOnly = true
             return "first frame"
         },
+        encodeField(.perceptualTarget) { options, random in
+            options.perceptualTarget = PerceptualTarget(maxDistance: pick([1.0, 3.0], &random), maxEncodes: 2)
+            return "perceptual \(options.perceptualTarget!.maxDistance)"
+        },
         encodeField(.backgroundColor) { options, _ in
             options.backgroundColor = .black
             return "background black"

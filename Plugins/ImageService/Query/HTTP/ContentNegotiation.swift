@@ -12,10 +12,13 @@ public enum OutputEncoding: Hashable, Sendable, CustomStringConvertible {
     case jpegOrPNG
     /// The source's own format when the server encodes it, else ``jpegOrPNG``.
     case source
+    /// Not an image: the placeholder string of the thumbnail (`text/plain`).
+    case placeholder(Placeholder)
 
-    /// The format for `image`, decoded from a source in `sourceFormat`.
-    public func format(for image: Image, sourceFormat: ImageFormat, canEncode: (ImageFormat) -> Bool) -> ImageFormat {
+    /// The format for `image`, decoded from a source in `sourceFormat`; nil for a ``placeholder(_:)``.
+    public func format(for image: Image, sourceFormat: ImageFormat, canEncode: (ImageFormat) -> Bool) -> ImageFormat? {
         switch self {
+        case .placeholder: nil
         case .format(let format): format
         case .jpegOrPNG: image.pixels.layout.hasAlpha ? .png : .jpeg
         case .source:
@@ -31,8 +34,20 @@ public enum OutputEncoding: Hashable, Sendable, CustomStringConvertible {
         case .format(let format): format.rawValue
         case .jpegOrPNG: "jpeg-png"
         case .source: "source"
+        case .placeholder(let kind): kind.rawValue
         }
     }
+}
+
+/// A placeholder a page shows while the image loads, answered as a string instead of an image.
+public enum Placeholder: String, Hashable, Sendable, CaseIterable {
+    /// BlurHash (blurha.sh), 4 × 3 components: about 28 characters.
+    case blurhash
+    /// ThumbHash (evanw.github.io/thumbhash), base64: about 30 characters, with the aspect ratio and alpha.
+    case thumbhash
+
+    /// The answer's `Content-Type`.
+    public static let contentType = "text/plain; charset=utf-8"
 }
 
 /// What a request's `format` parameter asks for.
@@ -43,6 +58,8 @@ public enum FormatRequest: Hashable, Sendable {
     case source
     /// One format: `jpeg` (`jpg`), `png`, `webp`, `avif` or `gif`.
     case explicit(ImageFormat)
+    /// A placeholder string instead of an image: `blurhash` or `thumbhash`.
+    case placeholder(Placeholder)
 
     /// Reads a `format` value.
     public init?(parameter: String) {
@@ -54,6 +71,8 @@ public enum FormatRequest: Hashable, Sendable {
         case "webp": self = .explicit(.webp)
         case "avif": self = .explicit(.avif)
         case "gif": self = .explicit(.gif)
+        case "blurhash": self = .placeholder(.blurhash)
+        case "thumbhash": self = .placeholder(.thumbhash)
         default: return nil
         }
     }
@@ -67,6 +86,7 @@ public enum FormatRequest: Hashable, Sendable {
         case .auto: ContentNegotiation.encoding(accept: accept, canEncodeAVIF: canEncodeAVIF)
         case .source: .source
         case .explicit(let format): .format(format)
+        case .placeholder(let kind): .placeholder(kind)
         }
     }
 }

@@ -32,7 +32,7 @@ public enum Gravity: Sendable, Hashable, CustomStringConvertible {
     case edge(dx: Int, dy: Int)
     /// Centred on a point given as fractions of the width and height (0...1), kept inside the image.
     case focus(x: Double, y: Double)
-    /// Where the image is busiest: edges, saturation and skin tones (``SmartCrop``), no model.
+    /// Where the image is busiest: edges, saturation and skin tones (`SmartCrop`), no model.
     case smart
 
     /// Reads `center`, the edges (`north`…`southwest`, `n`…`sw`, `top`/`bottom`/`left`/`right`), `smart`, or

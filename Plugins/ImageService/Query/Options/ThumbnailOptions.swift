@@ -18,8 +18,11 @@ public struct ThumbnailOptions: Hashable, Sendable {
     public var dpr: Double
     /// Whether an image smaller than the box is scaled up (default no).
     public var enlarge: Bool
-    /// Encoder quality 1...100, or nil for the server's default for the output format.
+    /// Encoder quality 1...100, or nil for the server's default for the output format (or for ``autoQuality``).
     public var quality: Int?
+    /// `q=auto`: the lowest quality whose output stays within the server's perceptual distance for the output
+    /// format (butteraugli), never above the server's default quality. Exclusive with ``quality``.
+    public var autoQuality: Bool = false
     /// The requested output format.
     public var format: FormatRequest
     /// Whether an animated source stays animated (every frame resized) rather than becoming its first frame.
@@ -33,11 +36,13 @@ public struct ThumbnailOptions: Hashable, Sendable {
     }
 
     /// Every option in a fixed order and spelling (the source is keyed separately), e.g.
-    /// `fit=cover;box=400x300;g=smart;enlarge=0;q=-;anim=0`. The format is keyed by its resolved encoding.
+    /// `fit=cover;box=400x300;g=smart;enlarge=0;q=-;anim=0` (`q=auto` for ``autoQuality``). The format is keyed by
+    /// its resolved encoding.
     public var canonicalDescription: String {
         let box = box
+        let q = autoQuality ? "auto" : quality.map(String.init) ?? "-"
         return "fit=\(fit.rawValue);box=\(box.width)x\(box.height);g=\(gravity);enlarge=\(enlarge ? 1 : 0);"
-            + "q=\(quality.map(String.init) ?? "-");anim=\(animated ? 1 : 0)"
+            + "q=\(q);anim=\(animated ? 1 : 0)"
     }
 }
 
@@ -45,9 +50,10 @@ public struct ThumbnailOptions: Hashable, Sendable {
 ///
 /// Parameters: `url` (required), `w`, `h` (1...``Limits/maxSide``, at least one; a missing one takes the other's
 /// value), `fit` (`contain` default, `cover`, `fill`/`force`, `crop`), `gravity` (see ``Gravity``), `dpr`
-/// (0 < dpr ≤ ``Limits/maxDPR``), `enlarge` (0/1), `q` (1...100), `format` (`auto`, `source`, `jpeg`, `png`,
-/// `webp`, `avif`, `gif`), `anim` (0/1), `preset` (comma-separated names, applied in order), and `sig`/`expires`
-/// (checked by ``URLSigner``, ignored here). Unknown or repeated parameters are refused, so two spellings of one
+/// (0 < dpr ≤ ``Limits/maxDPR``), `enlarge` (0/1), `q` (1...100, or `auto`: ``ThumbnailOptions/autoQuality``),
+/// `format` (`auto`, `source`, `jpeg`, `png`, `webp`, `avif`, `gif`, or a placeholder string: `blurhash`,
+/// `thumbhash`), `anim` (0/1), `preset` (comma-separated names, applied in order), and `sig`/`expires`
+/// (checked by `URLSigner`, ignored here). Unknown or repeated parameters are refused, so two spellings of one
 /// request can't make two cache entries. Value type; thread-safe.
 public struct OptionsParser: Sendable {
     /// What the server allows.
@@ -175,20 +181,25 @@ public struct OptionsParser: Sendable {
         }
         let enlarge = try flag("enlarge", values)
         var quality: Int?
+        var autoQuality = false
         if let text = values["q"] {
-            guard text.count <= 3, let value = Int(text), (1...100).contains(value) else {
-                throw Invalid(message: "q must be an integer from 1 to 100")
+            if text == "auto" {
+                autoQuality = true
+            } else {
+                guard text.count <= 3, let value = Int(text), (1...100).contains(value) else {
+                    throw Invalid(message: "q must be an integer from 1 to 100, or auto")
+                }
+                quality = value
             }
-            quality = value
         }
         guard let format = FormatRequest(parameter: values["format"] ?? "auto") else {
-            throw Invalid(message: "format must be auto, source, jpeg, png, webp, avif or gif")
+            throw Invalid(message: "format must be auto, source, jpeg, png, webp, avif, gif, blurhash or thumbhash")
         }
         let animated = try flag("anim", values)
         if animated && !limits.allowsAnimation { throw Invalid(message: "animated output is disabled on this server") }
         let options = ThumbnailOptions(
             source: source, size: PixelSize(width: width, height: height), fit: fit, gravity: gravity, dpr: dpr,
-            enlarge: enlarge, quality: quality, format: format, animated: animated)
+            enlarge: enlarge, quality: quality, autoQuality: autoQuality, format: format, animated: animated)
         guard options.box.width <= limits.maxSide, options.box.height <= limits.maxSide else {
             throw Invalid(message: "w and h times dpr must be at most \(limits.maxSide)")
         }

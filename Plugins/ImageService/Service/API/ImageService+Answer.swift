@@ -115,7 +115,7 @@ extension ImageService {
         }
         let output = try await engine.render(source, options: options, encoding: encoding, context: work)
         let made = StoredResult(
-            data: output.data, contentType: output.format.mimeType ?? "application/octet-stream", etag: etag,
+            data: output.data, contentType: output.contentType, etag: etag,
             lastModified: source.lastModified, record: source.record, level: nil)
         if source.isShareable {
             store(made, forKey: key)

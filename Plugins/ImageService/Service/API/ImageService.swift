@@ -7,6 +7,7 @@ import HTTPTypes
 import ImageCore
 import ImageServiceQuery
 import JPEGCoder
+import JXLCoder
 import Logging
 import PNGCoder
 import Tracing
@@ -19,9 +20,9 @@ import WebPCoder
 /// path to ``respond(to:logger:)``; what the service does per request:
 ///
 /// 1. the signature (``URLSigner``; unsigned requests only with ``ImageServiceConfiguration/allowUnsigned``): 403;
-/// 2. the query (``ImageServiceQuery/OptionsParser``): 400 naming the parameter;
+/// 2. the query (``/ImageServiceQuery/OptionsParser``): 400 naming the parameter;
 /// 3. the source policy: the source's host against the allowlist — on every request, cached or not: 403;
-/// 4. the format by `Accept` (``ImageServiceQuery/ContentNegotiation``);
+/// 4. the format by `Accept` (``/ImageServiceQuery/ContentNegotiation``);
 /// 5. under the request's one deadline (``ImageServiceConfiguration/requestTimeout``; 504, and every worker and
 ///    queue slot the request held given back at that moment): the result cache; a hit whose source is still fresh
 ///    and whose provenance the current policy allows is answered as stored; otherwise one flight per result key
@@ -68,6 +69,8 @@ public final class ImageService: Sendable {
         }
         // Sources with an ICC profile (or CMYK) are converted to sRGB at decode (SourceLimits.decodeOptions).
         ColorConversion.register(LCMSColorConverter.shared)
+        // q=auto measures each probe with butteraugli (libjxl); a metric the process registered itself stays.
+        if PerceptualQuality.metric == nil { PerceptualQuality.register(ButteraugliMetric.shared) }
         canEncodeAVIF = coders.canEncode(to: .avif)
         let workers = WorkerPool(workers: configuration.workers, queueLimit: configuration.queueLimit) {
             running, waiting in

@@ -21,7 +21,7 @@ public struct ImageServiceConfiguration: Sendable {
 
     // MARK: Source policy
 
-    /// Hosts sources may come from (``ImageServiceQuery/HostAllowlist`` entries); empty: any public host.
+    /// Hosts sources may come from (``/ImageServiceQuery/HostAllowlist`` entries); empty: any public host.
     public var allowedHosts: [String] = []
     /// Address blocks exempt from the refusal of loopback, private and link-local addresses (CIDR).
     public var allowedAddresses: [String] = []
@@ -59,6 +59,12 @@ public struct ImageServiceConfiguration: Sendable {
 
     /// Default quality 1...100 per format (JPEG and WebP 80, AVIF 60).
     public var quality: [ImageFormat: Int] = [.jpeg: 80, .webp: 80, .avif: 60]
+    /// The butteraugli distance (max norm) `q=auto` keeps per format: the lowest quality whose output stays within
+    /// it, never above the format's ``quality``; a format not listed uses its fixed quality. The defaults are the
+    /// median distances fixed q 80 reached on the corpus photos at 256–512 px (Benchmarks/RESULTS.md, "Perceptual
+    /// quality target"): JPEG 3.0, WebP 3.0, AVIF 2.0. A search costs 2–4 encodes, each measured (about 50 ms of
+    /// CPU at 256 px, 150 ms at 512 px per probe); its result is cached like any other.
+    public var perceptualDistance: [ImageFormat: Double] = [.jpeg: 3.0, .webp: 3.0, .avif: 2.0]
     /// Progressive JPEG output.
     public var progressiveJPEG = false
     /// `Cache-Control` of answers; `max-age` is further capped by the source's own lifetime.

@@ -126,6 +126,7 @@ extension PipelineEngine {
         var encoding = EncodingSettings.defaults
         for (format, quality) in configuration.quality { encoding.quality[format] = min(100, max(1, quality)) }
         encoding.progressiveJPEG = configuration.progressiveJPEG
+        encoding.perceptualDistance = configuration.perceptualDistance.filter { $0.value.isFinite && $0.value > 0 }
         let renderer = Renderer(
             coders: coders, pool: WorkPool.cpu,
             limits: SourceLimits(maxPixels: configuration.maxSourcePixels, maxFrames: configuration.maxSourceFrames),

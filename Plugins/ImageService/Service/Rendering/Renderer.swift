@@ -19,10 +19,12 @@ import ImageTransformers
 struct Renderer: Sendable {
     /// What one render produced.
     struct Output: Sendable {
-        /// The encoded thumbnail.
+        /// The encoded thumbnail, or a placeholder's UTF-8 string.
         let data: Data
-        /// Its format.
-        let format: ImageFormat
+        /// Its `Content-Type`.
+        let contentType: String
+        /// Its format's name for spans and logs (`jpeg`, `blurhash` …).
+        let formatName: String
         /// Its size.
         let size: PixelSize
         /// Its frame count.
@@ -65,7 +67,7 @@ struct Renderer: Sendable {
             let encoded = try await pool.runCancellable {
                 try Self.encode(transformed, decoded: decoded, output: output, coders: coders, settings: settings)
             }
-            span.attributes["image.format"] = encoded.format.rawValue
+            span.attributes["image.format"] = encoded.formatName
             span.attributes["image.bytes"] = encoded.data.count
             return encoded
         }
@@ -91,8 +93,11 @@ struct Renderer: Sendable {
     ) throws -> Decoded {
         let clock = ContinuousClock()
         var options = options
-        if case .format(let format) = output, ![.gif, .webp, .avif].contains(format) {
-            options.animated = false  // the output can't animate: decode and scale the first frame only
+        // An output that can't animate (a still format, a placeholder): decode and scale the first frame only.
+        switch output {
+        case .format(let format) where ![.gif, .webp, .avif].contains(format): options.animated = false
+        case .placeholder: options.animated = false
+        case .format, .jpegOrPNG, .source: break
         }
         let probe = coders.probe(source)
         if options.animated, let probe, let frames = probe.frameCount, frames > 1 {
@@ -147,16 +152,30 @@ struct Renderer: Sendable {
         let clock = ContinuousClock()
         let image = transformed.image
         let options = decoded.options
-        let format = output.format(for: image, sourceFormat: decoded.sourceFormat) { coders.canEncode(to: $0) }
         let start = clock.now
+        let canEncode = { (format: ImageFormat) in coders.canEncode(to: format) }
+        guard let format = output.format(for: image, sourceFormat: decoded.sourceFormat, canEncode: canEncode) else {
+            guard case .placeholder(let kind) = output else { throw ImageError(.encodeFailed, stage: .encode) }
+            // The hash of the thumbnail as the request cut it (each reduces it further to the few pixels it reads).
+            let text =
+                switch kind {
+                case .blurhash: try BlurHash.encode(image)
+                case .thumbhash: try image.thumbHash()
+                }
+            return Output(
+                data: Data(text.utf8), contentType: Placeholder.contentType, formatName: kind.rawValue,
+                size: transformed.output, frameCount: 1, decodeSeconds: decoded.seconds,
+                resizeSeconds: transformed.seconds, encodeSeconds: (clock.now - start).seconds)
+        }
         let data = try coders.encode(
             image, as: format,
-            options: settings.options(for: format, quality: options.quality, animated: options.animated))
+            options: settings.options(
+                for: format, quality: options.quality, auto: options.autoQuality, animated: options.animated))
         let keepsFrames = options.animated && [.gif, .webp, .avif].contains(format)
         return Output(
-            data: data, format: format, size: transformed.output, frameCount: keepsFrames ? image.frameCount : 1,
-            decodeSeconds: decoded.seconds, resizeSeconds: transformed.seconds,
-            encodeSeconds: (clock.now - start).seconds)
+            data: data, contentType: format.mimeType ?? "application/octet-stream", formatName: format.rawValue,
+            size: transformed.output, frameCount: keepsFrames ? image.frameCount : 1, decodeSeconds: decoded.seconds,
+            resizeSeconds: transformed.seconds, encodeSeconds: (clock.now - start).seconds)
     }
 
     /// The source's upright size: its stored size, turned when the decoder applied a rotation.
@@ -212,17 +231,26 @@ struct EncodingSettings: Sendable, Equatable {
     var effort: [ImageFormat: EncodeEffort]
     /// Progressive JPEG.
     var progressiveJPEG: Bool
+    /// `q=auto`'s butteraugli distance per format; a format not listed encodes at its fixed quality.
+    var perceptualDistance: [ImageFormat: Double] = [:]
 
     /// The server's defaults: quality 80 for JPEG and WebP, 60 for AVIF (imgproxy's and thumbor's neighbourhood);
     /// AVIF at libavif's fast speed (a balanced AVIF encode takes seconds).
     static let defaults = EncodingSettings(
         quality: [.jpeg: 80, .webp: 80, .avif: 60], effort: [.avif: .fast], progressiveJPEG: false)
 
-    /// The encoder options for `format`, with the request's quality when it gave one.
-    func options(for format: ImageFormat, quality requested: Int?, animated: Bool) -> ImageEncodeOptions {
-        ImageEncodeOptions(
-            quality: Double(requested ?? quality[format] ?? 80) / 100, effort: effort[format] ?? .balanced,
-            progressive: format == .jpeg && progressiveJPEG, firstFrameOnly: !animated)
+    /// The encoder options for `format`: the request's quality when it gave one; with `auto`, a perceptual target
+    /// at the format's distance, capped at the format's default quality (a search never spends more bytes than the
+    /// fixed default would: the benchmark's capped rows, 0.89–0.99× of q 80's bytes).
+    func options(for format: ImageFormat, quality requested: Int?, auto: Bool, animated: Bool) -> ImageEncodeOptions {
+        let fixed = Double(requested ?? quality[format] ?? 80) / 100
+        var options = ImageEncodeOptions(
+            quality: fixed, effort: effort[format] ?? .balanced, progressive: format == .jpeg && progressiveJPEG,
+            firstFrameOnly: !animated)
+        if auto, let distance = perceptualDistance[format] {
+            options.perceptualTarget = PerceptualTarget(maxDistance: distance, maxQuality: fixed)
+        }
+        return options
     }
 }
 

@@ -14,7 +14,7 @@ import Synchronization
 /// Turns a host name into the addresses the server may connect to.
 ///
 /// The server resolves each source host once per request hop, checks every address against the
-/// ``ImageServiceQuery/AddressPolicy``, and connects to exactly the address it checked (``OriginClients``), so a DNS
+/// ``/ImageServiceQuery/AddressPolicy``, and connects to exactly the address it checked (`OriginClients`), so a DNS
 /// answer that changes between the check and the connection (rebinding) can't move the connection.
 /// Implementations must be thread-safe.
 public protocol HostResolver: Sendable {
@@ -106,7 +106,7 @@ public final class SystemResolver: HostResolver {
 }
 
 /// A resolver with fixed answers, for tests and for pinning names in configuration; each call may answer
-/// differently (``answers`` is consumed in order, the last answer repeating). Thread-safe.
+/// differently (`answers` is consumed in order, the last answer repeating). Thread-safe.
 public final class StaticResolver: HostResolver {
     private let table: Mutex<[String: [[IPAddress]]]>
     private let calls = Mutex<[String: Int]>([:])

@@ -5,7 +5,7 @@ extension ImageEncodeOptions {
     /// ``ImageContextOption/imageEncodeOptions`` and change the bytes a serializer writes for a derived key — what a
     /// later load reads back — so a load that names encode options gets a key part of them (`encode(…)`): entries
     /// written at another quality are never read back under its key. `OptionCatalogTests` compares these cases with
-    /// the struct's stored properties, so a new property without a case fails a test; ``keyValue(in:)`` is an
+    /// the struct's stored properties, so a new property without a case fails a test; `keyValue(in:)` is an
     /// exhaustive switch.
     public enum Field: String, CaseIterable, Sendable, CustomStringConvertible {
         case quality, effort, lossless, progressive, chromaSubsampling, maxPixelSize, maxFileSize, perceptualTarget
