@@ -1,6 +1,7 @@
 import Foundation
 import HTTPLoader
 import ImageCore
+import ImageTestSupport
 import NIOCore
 import NIOPosix
 import Testing
@@ -141,13 +142,8 @@ final class NginxServer: Sendable {
     }
 
     /// A port the kernel just gave out and released (a small race with other processes, acceptable in tests).
-    private static func freePort() async throws -> Int {
-        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .bind(host: "127.0.0.1", port: 0).get()
-        let port = channel.localAddress?.port ?? 0
-        try await channel.close()
-        return port
-    }
+    /// A port below the ephemeral range with nothing bound to it (``TestPorts``): nginx binds it after this returns.
+    private static func freePort() async throws -> Int { try TestPorts.free() }
 }
 
 @Suite struct NginxIntegrationTests {

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import ImageTestSupport
 import NIOCore
 import NIOPosix
 import Testing
@@ -32,6 +33,9 @@ func blocking<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
 struct FixtureError: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
+
+    /// True when redis-server could not bind its port (another socket holds it).
+    var isAddressInUse: Bool { description.contains("Address already in use") }
 }
 
 /// A real `redis-server` process on 127.0.0.1 with its own temporary directory, stopped by ``stop()``.
@@ -61,11 +65,20 @@ final class RedisServerProcess: @unchecked Sendable {
         }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("redis-test-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        var chosen = port ?? 0
-        if port == nil { chosen = try await freePort() }
-        let server = RedisServerProcess(port: chosen, directory: directory, arguments: extra)
-        try await server.launch()
-        return server
+        // A free port is free only when asked: between the probe and redis-server's bind, a connection of a test
+        // running beside this one may take it as its ephemeral local port. A port chosen here is chosen again then.
+        for attempt in 1...5 {
+            var chosen = port ?? 0
+            if port == nil { chosen = try await freePort() }
+            let server = RedisServerProcess(port: chosen, directory: directory, arguments: extra)
+            do {
+                try await server.launch()
+                return server
+            } catch let error as FixtureError where port == nil && attempt < 5 && error.isAddressInUse {
+                continue
+            }
+        }
+        throw FixtureError("redis-server found no free port in 5 tries")
     }
 
     private var baseArguments: [String] {
@@ -115,10 +128,17 @@ final class RedisServerProcess: @unchecked Sendable {
         process.waitUntilExit()
     }
 
-    /// Starts it again on the same port, empty (nothing is saved).
+    /// Starts it again on the same port, empty (nothing is saved). The port may be taken for a moment meanwhile (a
+    /// client's ephemeral port, see ``start(_:port:)``): the start is tried again for up to 2 s.
     func restart() async throws {
         stop()
-        try await launch()
+        for attempt in 1...40 {
+            do {
+                return try await launch()
+            } catch let error as FixtureError where error.isAddressInUse && attempt < 40 {
+                try await Task.sleep(nanoseconds: 50_000_000)
+            }
+        }
     }
 
     /// Stops the server and removes its directory.
@@ -150,13 +170,8 @@ final class RedisServerProcess: @unchecked Sendable {
     }
 
     /// A port the kernel just gave out and released (a small race with other processes, acceptable in tests).
-    static func freePort() async throws -> Int {
-        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .bind(host: "127.0.0.1", port: 0).get()
-        let port = channel.localAddress?.port ?? 0
-        try await channel.close()
-        return port
-    }
+    /// A port below the ephemeral range with nothing bound to it (``TestPorts``).
+    static func freePort() async throws -> Int { try TestPorts.free() }
 }
 
 /// Three `redis-server --cluster-enabled yes` primaries joined by `redis-cli --cluster create`.

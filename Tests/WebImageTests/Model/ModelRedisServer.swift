@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import ImageTestSupport
 import NIOCore
 import NIOPosix
 import RedisCache
@@ -20,6 +21,8 @@ final class ModelRedisServer: @unchecked Sendable {
 
     struct Failure: Error, CustomStringConvertible {
         let description: String
+        /// True when the process ended before it answered (its port taken, most likely).
+        var exitedAtStart = false
     }
 
     let port: Int
@@ -41,13 +44,19 @@ final class ModelRedisServer: @unchecked Sendable {
         }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("model-redis-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .bind(host: "127.0.0.1", port: 0).get()
-        let port = channel.localAddress?.port ?? 0
-        try await channel.close()
-        let server = ModelRedisServer(port: port, directory: directory)
-        try await server.launch()
-        return server
+        // A free port is free only when asked: before redis-server binds it, a connection of a test running beside
+        // this one may take it as its ephemeral local port. Then it exits at start, and another port is tried.
+        for attempt in 1...5 {
+            let port = try TestPorts.free()
+            let server = ModelRedisServer(port: port, directory: directory)
+            do {
+                try await server.launch()
+                return server
+            } catch let failure as Failure where failure.exitedAtStart && attempt < 5 {
+                continue
+            }
+        }
+        throw Failure(description: "redis-server found no free port in 5 tries")
     }
 
     private func launch() async throws {
@@ -63,7 +72,9 @@ final class ModelRedisServer: @unchecked Sendable {
         try process.run()
         self.process = process
         for _ in 0..<400 {
-            guard process.isRunning else { throw Failure(description: "redis-server exited at start") }
+            guard process.isRunning else {
+                throw Failure(description: "redis-server exited at start", exitedAtStart: true)
+            }
             if await ping() { return }
             try await Task.sleep(nanoseconds: 25_000_000)
         }

@@ -42,11 +42,19 @@ enum External {
     }
 
     static func freePort() async throws -> Int {
-        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .bind(host: "127.0.0.1", port: 0).get()
-        let port = channel.localAddress?.port ?? 0
-        try await channel.close()
-        return port
+        // Below the kernel's ephemeral range (32768 and up by default), where no outgoing connection's local port
+        // lands: a port bound to 0 and released could be taken by a client before the server binds it.
+        for _ in 0..<200 {
+            let port = Int.random(in: 20_000...32_000)
+            guard
+                let channel = try? await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                    .bind(host: "127.0.0.1", port: port).get()
+            else { continue }
+            try await channel.close()
+            return port
+        }
+        struct NoFreePort: Error {}
+        throw NoFreePort()
     }
 
     /// Runs a program to its end; returns its exit status and output (stdout and stderr).
