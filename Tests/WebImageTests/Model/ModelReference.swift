@@ -87,16 +87,24 @@ final class ModelReference: Sendable {
         }
         var variants = [spec]
         if cacheType != .none, let unbudgeted = unbudgeted(spec) { variants.append(unbudgeted) }
+        // The scale-down budget is not in the key: a cached image of the key stored by a load without it serves
+        // this load when it fits the budget (``unscaled(_:)``).
+        let unscaled = cacheType != .none ? unscaled(spec) : nil
+        if let unscaled { variants.append(unscaled.spec) }
         for body in bodies {
-            for variant in variants {
+            for (index, variant) in variants.enumerated() {
                 let (expected, image) = reference(
                     variant, version: body.version, partition: spec.partition, truncated: body.truncated)
                 guard case .image(let signature) = expected else { continue }
-                images[signature] = body.version
+                let limit = unscaled != nil && index == variants.count - 1 ? unscaled!.maxPixels : Int.max
+                let fits = { (signature: Signature) in signature.width * signature.height <= limit }
+                if fits(signature) { images[signature] = body.version }
                 if body.truncated { fromTruncated.withLock { _ = $0.insert(signature) } }
                 guard cacheType != .none, let image else { continue }
                 for encode in world.encodesUsed(url: spec.url, partition: spec.partition) {
-                    if let encoded = encoded(image, with: encode, spec: spec) { images[encoded] = body.version }
+                    if let encoded = encoded(image, with: encode, spec: spec), fits(encoded) {
+                        images[encoded] = body.version
+                    }
                 }
             }
             if Self.acceptsResampledOriginal, let (resampled, image) = fromDecodedOriginal(spec, body: body),
@@ -183,6 +191,19 @@ final class ModelReference: Sendable {
         var unbudgeted = spec
         unbudgeted.context.imageDecodeOptions = decode
         return unbudgeted
+    }
+
+    /// The load without its scale-down budget, and the most pixels a cached image may have to serve it (the
+    /// manager's rule: a quarter of the budget's bytes); nil when the load has no scale-down budget.
+    func unscaled(_ spec: LoadSpec) -> (spec: LoadSpec, maxPixels: Int)? {
+        guard let limit = spec.decodeOptions.scaleDownLimitBytes, limit > 0 else { return nil }
+        var unscaled = spec
+        unscaled.options.remove(.scaleDownLargeImages)
+        if var decode = unscaled.context.imageDecodeOptions {
+            decode.scaleDownLimitBytes = nil
+            unscaled.context.imageDecodeOptions = decode
+        }
+        return (unscaled, limit / 4)
     }
 
     /// The failures the reference reaches on any version of the URL the origin has had (a failure of the bytes
