@@ -111,6 +111,45 @@ struct QualitySearchTests {
         }
     }
 
+    /// Hostile numbers never trap: a threshold of 0 (`maxFileSize: 0`, found by the `roundtrip` fuzz target), negative,
+    /// infinite or NaN; values of 0, infinity or NaN from the measure; zero, infinite or NaN slope hints. The search
+    /// still answers only measured levels inside the range and within the budget.
+    @Test("hostile thresholds, values and slopes never trap")
+    func hostileNumbersNeverTrap() async {
+        let hostile: [Double] = [
+            0, -1, .infinity, -.infinity, .nan, .leastNonzeroMagnitude, .greatestFiniteMagnitude, 3,
+        ]
+        let input = zip(
+            zip(Gen.int(in: 0...(hostile.count - 1)), Gen.int(in: 0...(hostile.count - 1))),
+            zip(Gen.int(in: 0...(hostile.count - 1)), Gen.int(in: 1...60), Gen.uint64()))
+        await propertyCheck(count: 400, input: input) { picks, rest in
+            let ((thresholdIndex, slopeIndex), (valueIndex, count, seed)) = (picks, rest)
+            var random = SplitMix64(seed: seed)
+            let levels = 1...count
+            // Values: a falling curve with hostile values mixed in.
+            let values = levels.map { level -> Double in
+                random.unit() < 0.3 ? hostile[valueIndex] : 40 * exp(-0.05 * Double(level))
+            }
+            let budget = Int(random.unit() * 8) + 2
+            let start = Int(random.unit() * Double(count)) + 1
+            var measured: [Int] = []
+            let low = QualitySearch.lowestPassing(
+                levels: levels, start: start, threshold: hostile[thresholdIndex], logSlope: -hostile[slopeIndex],
+                maxProbes: budget
+            ) { level in
+                measured.append(level)
+                return (values[level - 1], level)
+            }
+            #expect(measured.count <= budget && measured.allSatisfy { levels.contains($0) })
+            #expect(low.best.map { measured.contains($0.level) } ?? true)
+            let high = QualitySearch.highestPassing(
+                levels: levels, start: start, threshold: hostile[thresholdIndex], logSlope: hostile[slopeIndex],
+                maxProbes: budget
+            ) { level in (values[count - level], level) }
+            #expect(high.probes.allSatisfy { levels.contains($0.level) })
+        }
+    }
+
     /// When distances really fall log-linearly and the hint is the true slope, interpolation lands next to the
     /// boundary at once: at most three probes (start, the boundary, the level below it).
     @Test("a log-linear curve with the right slope hint takes at most three probes")

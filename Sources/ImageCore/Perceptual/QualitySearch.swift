@@ -77,6 +77,14 @@ public enum QualitySearch {
         return Outcome(best: outcome.best.map(unmirror), probes: outcome.probes.map(unmirror))
     }
 
+    /// `x` as a level step, saturating: a threshold of 0 (`maxFileSize: 0`), a flat or zero slope or a measured value
+    /// of 0 or infinity make the log-space arithmetic infinite or NaN, and `Int(_:)` traps on those. NaN is no step
+    /// (the callers then step by one); the rest is clamped far beyond any level range.
+    static func whole(_ x: Double) -> Int {
+        guard !x.isNaN else { return 0 }
+        return Int(max(-1e15, min(1e15, x)))
+    }
+
     /// The engine: the lowest level in `levels` whose value is ≤ `threshold`, the value non-increasing in level.
     static func search<Payload, E: Error>(
         levels: ClosedRange<Int>, start: Int, threshold: Double, logSlope: Double, maxProbes: Int,
@@ -104,7 +112,7 @@ public enum QualitySearch {
                 // Where the log value crosses the threshold on the line through the two bracketing probes.
                 let t = (log(fail.value) - log(threshold)) / (log(fail.value) - log(pass.value))
                 let guess = Double(fail.level) + t * Double(pass.level - fail.level)
-                return clamp(Int(guess.rounded(.up)), inner)
+                return clamp(whole(guess.rounded(.up)), inner)
             case (let fail?, nil):
                 // Every probe failed: step up by the hinted slope, then by the slope measured between the two
                 // highest failing probes — half as far again, since the hint already fell short once and measured
@@ -113,13 +121,13 @@ public enum QualitySearch {
                 let steps = (log(threshold) - log(max(fail.value, .leastNormalMagnitude))) / (measured ?? logSlope)
                 let overshoot = measured == nil ? 1 : overshootFactor
                 return clamp(
-                    fail.level + max(1, Int((steps * overshoot).rounded(.up))), (fail.level + 1)...levels.upperBound)
+                    fail.level + max(1, whole((steps * overshoot).rounded(.up))), (fail.level + 1)...levels.upperBound)
             case (nil, let pass?):
                 let measured = measuredSlope(above: pass)
                 let steps =
                     (log(threshold) - log(max(pass.value, .leastNormalMagnitude))) / (measured ?? logSlope)
                     * (measured == nil ? 1 : overshootFactor)
-                let down = max(1, Int((-steps).rounded(.down)))
+                let down = max(1, whole((-steps).rounded(.down)))
                 return clamp(pass.level - down, levels.lowerBound...(pass.level - 1))
             case (nil, nil):
                 return clamp(start, levels)
