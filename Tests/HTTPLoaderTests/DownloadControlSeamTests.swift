@@ -4,8 +4,8 @@ import ImageCore
 import ImageTestSupport
 import Testing
 
-/// Issue 32, defects 4–7: the loader's cancel controls and a load's priority meet the manager's jobs and its
-/// admission queue. One registry (``DownloadControl``) ends them together; each test failed on c19952b.
+/// Issue 32, defects 4–7: the loader's cancel controls and a load's priority meet the manager's jobs and its admission
+/// queue. One registry (``DownloadControl``) ends them together; each test reproduces the issue's case on c19952b.
 @Suite(.serialized) struct DownloadControlSeamTests {
     static let image = [UInt8](TestCoder.data(width: 4, height: 4))
     static let response = ServerAction.respond(headers: [("Content-Type", "image/x-test")], body: image)

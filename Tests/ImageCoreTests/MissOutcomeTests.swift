@@ -6,7 +6,7 @@ import Testing
 /// Issue 32, defect 8: how each claimed cache miss ends follows from what happened to its own key — a key whose
 /// product a transform refused is `notStored` (a fleet's waiters fetch for themselves at once), a key whose loads
 /// were all cancelled is `abandoned` (one waiter takes the fetch over), whatever other keys of the shared fetch did.
-/// Both failed on c19952b (the transform's keys ended `abandoned`; the cancelled key `notStored`).
+/// On c19952b the issue measured the opposite (the transform's keys ended `abandoned`; the cancelled key `notStored`).
 @Suite struct MissOutcomeTests {
     static func outcomes(_ cache: RecordingCache) -> [String: CacheMissOutcome] {
         Dictionary(cache.endedMisses.map { ($0.key, $0.outcome) }, uniquingKeysWith: { first, _ in first })
