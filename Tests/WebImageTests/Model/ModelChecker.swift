@@ -27,6 +27,9 @@ final class ModelChecker: Sendable {
         var effects: OptionEffect = []
         // `imageDecodeOptions` declares the union of its fields; what a load set is in the fields it drew.
         for id in spec.drawn where id != "contextKey imageDecodeOptions" {
+            // The scale-down limit acts only with `.scaleDownLargeImages` (the manager folds it into the decode
+            // options then, and only then): drawn without the flag it changes nothing (seed 3069083848859991255).
+            if id == "contextKey imageScaleDownLimitBytes", !spec.options.contains(.scaleDownLargeImages) { continue }
             effects.formUnion(traits[id]?.effects ?? [])
         }
         for flag in spec.options.flags { effects.formUnion(flag.traits.effects) }
