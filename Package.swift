@@ -190,6 +190,14 @@ let package = Package(
 
         // MARK: Tests (one target per module; shared doubles in ImageTestSupport)
         .target(name: "ImageTestSupport", dependencies: ["ImageCore"], path: "Tests/ImageTestSupport"),
+        // The scripted HTTP origin on SwiftNIO that HTTPLoader's and ImageService's suites share.
+        .target(
+            name: "HTTPTestSupport",
+            dependencies: [
+                "ImageCore", .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            path: "Tests/HTTPTestSupport"),
         .testTarget(
             name: "ImageCoreTests",
             dependencies: [
@@ -231,7 +239,7 @@ let package = Package(
             name: "HTTPLoaderTests",
             dependencies: [
                 // DiskCache: ImageErrorCodeTests raises every ImageError code, cacheFailure from a disk store.
-                "HTTPLoader", "ImageTestSupport", "PNGCoder", "DiskCache",
+                "HTTPLoader", "ImageTestSupport", "HTTPTestSupport", "PNGCoder", "DiskCache",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -266,7 +274,8 @@ let package = Package(
         .testTarget(
             name: "ImageServiceTests",
             dependencies: [
-                "ImageService", "ImageServiceQuery", "ImageTestSupport", "PNGCoder", "JPEGCoder", "JXLCoder",
+                "ImageService", "ImageServiceQuery", "ImageTestSupport", "HTTPTestSupport", "PNGCoder", "JPEGCoder",
+                "JXLCoder",
                 "ImageTransformers",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPLoader
+import HTTPTestSupport
 import ImageCore
 import ImageTestSupport
 import NIOPosix

@@ -1,6 +1,7 @@
 import DiskCache
 import Foundation
 import HTTPLoader
+import HTTPTestSupport
 import ImageCore
 import ImageTestSupport
 import NIOHTTP1

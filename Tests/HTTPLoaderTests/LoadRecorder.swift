@@ -1,5 +1,6 @@
 import Foundation
 import HTTPLoader
+import HTTPTestSupport
 import ImageCore
 
 /// Collects one load's progress reports and completion(s), for tests.

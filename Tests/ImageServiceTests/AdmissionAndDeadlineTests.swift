@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTestSupport
 import HTTPTypes
 import ImageCore
 import Testing

@@ -1,11 +1,11 @@
 import Foundation
-import ImageCore
-import NIOCore
-import NIOHTTP1
+public import ImageCore
+public import NIOCore
+public import NIOHTTP1
 import NIOPosix
 
 /// What the scripted server does with one request.
-indirect enum ServerAction: Sendable {
+public indirect enum ServerAction: Sendable {
     /// A complete response with Content-Length.
     case respond(status: HTTPResponseStatus = .ok, headers: [(String, String)] = [], body: [UInt8] = [])
     /// A chunked response: the parts are sent `intervalMilliseconds` apart.
@@ -30,16 +30,16 @@ indirect enum ServerAction: Sendable {
 }
 
 /// One request as the server saw it.
-struct RecordedRequest: Sendable {
-    let index: Int
-    let method: String
-    let uri: String
-    let headers: [(String, String)]
-    let connection: Int
+public struct RecordedRequest: Sendable {
+    public let index: Int
+    public let method: String
+    public let uri: String
+    public let headers: [(String, String)]
+    public let connection: Int
 
-    var path: String { String(uri.split(separator: "?", maxSplits: 1).first ?? "") }
+    public var path: String { String(uri.split(separator: "?", maxSplits: 1).first ?? "") }
 
-    func header(_ name: String) -> String? {
+    public func header(_ name: String) -> String? {
         headers.first { $0.0.caseInsensitiveCompare(name) == .orderedSame }?.1
     }
 }
@@ -48,25 +48,25 @@ struct RecordedRequest: Sendable {
 ///
 /// It counts connections, in-flight requests (their maximum too) and requests abandoned by the client (the
 /// connection closed before the response ended), so tests can check what the loader did on the wire.
-final class TestHTTPServer: Sendable {
-    struct Stats: Sendable {
-        var requests: [RecordedRequest] = []
-        var connectionsOpened = 0
-        var connectionsClosed = 0
-        var inFlight = 0
-        var maxInFlight = 0
+public final class TestHTTPServer: Sendable {
+    public struct Stats: Sendable {
+        public var requests: [RecordedRequest] = []
+        public var connectionsOpened = 0
+        public var connectionsClosed = 0
+        public var inFlight = 0
+        public var maxInFlight = 0
         /// Connections that closed while a response was still unfinished.
-        var abandonedResponses = 0
+        public var abandonedResponses = 0
         /// Body bytes of `.streamed` responses whose writes completed.
-        var bodyBytesWritten = 0
-        var openGates: Set<String> = []
-        var waiting: [String: [@Sendable () -> Void]] = [:]
+        public var bodyBytesWritten = 0
+        public var openGates: Set<String> = []
+        public var waiting: [String: [@Sendable () -> Void]] = [:]
     }
 
-    typealias Script = @Sendable (RecordedRequest) -> ServerAction
+    public typealias Script = @Sendable (RecordedRequest) -> ServerAction
 
-    let port: Int
-    let stats: Locked<Stats>
+    public let port: Int
+    public let stats: Locked<Stats>
     private let channel: any Channel
     private let group: MultiThreadedEventLoopGroup
 
@@ -78,7 +78,7 @@ final class TestHTTPServer: Sendable {
     }
 
     /// Starts a server that answers every request with `script`.
-    static func start(threads: Int = 1, script: @escaping Script) async throws -> TestHTTPServer {
+    public static func start(threads: Int = 1, script: @escaping Script) async throws -> TestHTTPServer {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
         let stats = Locked(Stats())
         let connectionIDs = Locked(0)
@@ -101,10 +101,10 @@ final class TestHTTPServer: Sendable {
     }
 
     /// `http://127.0.0.1:<port><path>`.
-    func url(_ path: String) -> URL { URL(string: "http://127.0.0.1:\(port)\(path)")! }
+    public func url(_ path: String) -> URL { URL(string: "http://127.0.0.1:\(port)\(path)")! }
 
     /// Releases every request held at gate `name` (and later ones pass at once).
-    func open(_ name: String) {
+    public func open(_ name: String) {
         let waiting = stats.withLock { stats -> [@Sendable () -> Void] in
             stats.openGates.insert(name)
             return stats.waiting.removeValue(forKey: name) ?? []
@@ -113,11 +113,11 @@ final class TestHTTPServer: Sendable {
     }
 
     /// Requests whose path is `path`.
-    func requests(to path: String) -> [RecordedRequest] { stats.value.requests.filter { $0.path == path } }
+    public func requests(to path: String) -> [RecordedRequest] { stats.value.requests.filter { $0.path == path } }
 
     /// Waits (polling) until `condition` holds on the stats, up to `seconds`; returns whether it did. Generous, as
     /// ImageTestSupport's `waitUntil`: it ends when the condition holds, so only a failing test pays the bound.
-    func waitUntil(seconds: Double = 30, _ condition: (Stats) -> Bool) async -> Bool {
+    public func waitUntil(seconds: Double = 30, _ condition: (Stats) -> Bool) async -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
             if condition(stats.value) { return true }
@@ -127,7 +127,7 @@ final class TestHTTPServer: Sendable {
     }
 
     /// Closes the listening socket and the event loops (open connections are closed too).
-    func stop() async {
+    public func stop() async {
         try? await channel.close()
         try? await group.shutdownGracefully()
     }
