@@ -44,10 +44,11 @@ bench: deps
 bench-proxy: deps
 	IMAGE_CORPUS="$${IMAGE_CORPUS:-$(CORPUS)}" Benchmarks/proxy/bench.sh
 
-## The ThumbnailServer against libvips in-process only (no thumbor, no herd): bench-proxy's quicker subset.
+## The ThumbnailServer against libvips in-process only (no thumbor, no herd): bench-proxy's quicker subset, written
+## to Benchmarks/proxy/vips/ so thumbor's table stays.
 bench-vips: deps
 	IMAGE_CORPUS="$${IMAGE_CORPUS:-$(CORPUS)}" CONFIGS="$${CONFIGS:-sdk vips}" HERD="$${HERD:-0}" \
-		Benchmarks/proxy/bench.sh
+		OUT="$${OUT:-$(CURDIR)/Benchmarks/proxy/vips}" Benchmarks/proxy/bench.sh
 
 ## libFuzzer targets (Fuzz/ package), FUZZ_SECONDS each (default 60), FUZZ_TARGETS to pick; see CONTRIBUTING.md.
 fuzz: deps

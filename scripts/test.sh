@@ -81,8 +81,10 @@ if [ "${RUN_FUZZ:-0}" = "1" ]; then
 fi
 
 if [ "${SKIP_EXAMPLES:-0}" != "1" ]; then
-    # One scratch path for every example and the README snippets: the SDK and its dependencies build once.
-    export EXAMPLES_SCRATCH=${EXAMPLES_SCRATCH:-$PWD/.build-examples}
+    # The package's own build folder for every example and the README snippets: the SDK and its dependencies,
+    # built above, are reused as they are (an example's build compiles only its own modules and the frameworks it
+    # adds), instead of a second debug build of the SDK, NIO and AsyncHTTPClient in a folder of their own.
+    export EXAMPLES_SCRATCH=${EXAMPLES_SCRATCH:-$PWD/.build}
     for example in Examples/*/; do
         [ -f "$example/Package.swift" ] || continue
         step "example $(basename "$example")"

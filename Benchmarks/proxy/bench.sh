@@ -8,7 +8,8 @@
 # Environment: IMAGE_CORPUS (default ../shared/corpus from the repository root), DURATION (seconds measured per
 # run, default 15; AVIF: DURATION_AVIF, default twice that), WARMUP (default 3), ROUNDS (default 3), CONCURRENCY
 # (default "2 8"), FORMATS (default "jpeg png webp avif"), CONFIGS (ids from servers.py, default all: sdk thumbor1
-# thumbor2 thumbor2c vips; `make bench-vips` is CONFIGS="sdk vips" HERD=0), VIPS_PROCESSES (default 2), CPUS (cores
+# thumbor2 thumbor2c vips; `make bench-vips` is CONFIGS="sdk vips" HERD=0 OUT=Benchmarks/proxy/vips), OUT (the
+# folder for RESULTS.md, results.json and results.png; default this one), VIPS_PROCESSES (default 2), CPUS (cores
 # both servers are pinned to, default 0,1), HERD (requests, default 100; 0 skips), HERD_FORMATS (default
 # "jpeg png"), SERVER_BIN (a built thumbnail-server: skips the build), SERVER_SCRATCH (the server's SwiftPM
 # scratch path), and the SERVER_* overrides of servers.py.
@@ -17,6 +18,9 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 BUILD="$HERE/.build"
+# Where RESULTS.md, results.json and results.png go (make bench-vips: vips/, beside thumbor's table).
+OUT="${OUT:-$HERE}"
+mkdir -p "$OUT"
 VENV="$BUILD/venv"
 THUMBOR_SPEC="thumbor==7.8.*"
 # libvips 8.18 in-process (issue 34): pyvips with the binary wheel that bundles libvips (no libvips-dev needed).
@@ -90,4 +94,4 @@ export SERVER_BIN
 configs=(${CONFIGS:-sdk thumbor1 thumbor2 thumbor2c vips})
 log "measuring (about $(( ${ROUNDS:-3} * 2 * ${#configs[@]} * 4 * (${DURATION:-15} + ${WARMUP:-3} + 6) / 60 )) minutes)"
 "$VENV/bin/python" "$HERE/bench_proxy.py" --build "$BUILD" --sources "$SOURCES" --venv "$VENV" --root "$ROOT" \
-    --out "$HERE"
+    --out "$OUT"

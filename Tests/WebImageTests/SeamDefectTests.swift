@@ -4,7 +4,7 @@ import Testing
 import WebImage
 
 /// Issue 32's defects where an option meets an older stage, each reproduced through the public API as a user would meet
-/// it (written from the issue's reproductions on c19952b): a per-request option blocking a URL for everyone (1), a
+/// it (each fails on c19952b, checked by running them there): a per-request option blocking a URL for everyone (1), a
 /// decoded original serving a decoder-side option (2), previews skipping the steps after the coder (3), and a derived
 /// key reading back other pixels than its first load delivered (13).
 @Suite struct SeamDefectTests {
