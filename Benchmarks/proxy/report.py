@@ -128,10 +128,13 @@ def write(data, out_dir):
     formats = [f for f in meta["formats"] if any(k[1] == f for k in table)]
     lines = []
     add = lines.append
-    add("# Image-proxy benchmark: ThumbnailServer vs thumbor 7.8" +
-        (" and libvips" if data.get("vips_runs") else ""))
+    # `make bench-vips` runs no thumbor: its sections (issue 22's goals, the ratio column) would be empty.
+    has_thumbor = any(k[0] != "sdk" for k in table)
+    target = "make bench-proxy" if has_thumbor else "make bench-vips"
+    add("# Image-proxy benchmark: ThumbnailServer vs " +
+        " and ".join((["thumbor 7.8"] if has_thumbor else []) + (["libvips"] if data.get("vips_runs") else [])))
     add("")
-    add(f"Measured {meta['started']} → {meta['finished']} by `make bench-proxy` (Benchmarks/proxy/bench.sh); "
+    add(f"Measured {meta['started']} → {meta['finished']} by `{target}` (Benchmarks/proxy/bench.sh); "
         "see README.md beside this file for the method.")
     add("")
     dirty = " (with uncommitted changes to the server or SDK)" if meta["server_tree_dirty"] else ""
@@ -141,9 +144,10 @@ def write(data, out_dir):
         f"`{meta['server_commit']}` (branch `{meta['server_branch']}`){dirty}, release build of "
         f"{meta['server_binary_built']}. Request: `{meta['server_path']}`, output format asked for with "
         "`Accept: image/<format>`; default configuration (memory and disk caches on).")
-    add(f"- **Baseline**: thumbor {meta['thumbor']} from PyPI (Pillow {meta['pillow']}: libjpeg-turbo "
-        f"{meta['libjpeg']}, libwebp {meta['libwebp']}, libavif {meta['libavif']}), `{meta['thumbor_path']}`, "
-        "no source storage, no result storage, quality 80, pycurl.")
+    if has_thumbor:
+        add(f"- **Baseline**: thumbor {meta['thumbor']} from PyPI (Pillow {meta['pillow']}: libjpeg-turbo "
+            f"{meta['libjpeg']}, libwebp {meta['libwebp']}, libavif {meta['libavif']}), `{meta['thumbor_path']}`, "
+            "no source storage, no result storage, quality 80, pycurl.")
     add(f"- **Workload**: {meta['sources']} distinct photos ({', '.join(meta['source_sizes'])}) cut from the "
         "corpus's camera JPEGs, served by a local nginx in each format; every request a fit-inside 512x512 in the "
         "source's format, its source URL never asked before (so every request is a result-cache miss on both "
@@ -173,7 +177,30 @@ def write(data, out_dir):
     add("")
 
     vips_section(data, table, formats, add)
+    if has_thumbor:
+        thumbor_goals(data, table, formats, add)
+    every_configuration(data, table, formats, add, labels)
+    herd_section(data, add)
 
+    add("## Reproduce")
+    add("")
+    add("```sh")
+    add(f"{target:<38} # installs, builds (release), measures, writes this file")
+    add(f"DURATION={meta['duration_s']} WARMUP={meta['warmup_s']} ROUNDS={meta['rounds']} {target}   "
+        "# this run's settings")
+    add("```")
+    add("")
+    with open(os.path.join(out_dir, "RESULTS.md"), "w") as f:
+        f.write("\n".join(lines))
+    if has_thumbor:
+        chart(data, table, formats, os.path.join(out_dir, "results.png"))
+    else:
+        vips_chart(data, table, formats, os.path.join(out_dir, "results.png"))
+
+
+def thumbor_goals(data, table, formats, add):
+    """Issue 22's table: the ThumbnailServer against thumbor's best configuration per format and concurrency."""
+    meta, configs = data["meta"], data["configs"]
     add("## Goals of issue 22")
     add("")
     add("Ratios are the ThumbnailServer's figure over thumbor's best configuration at the same format and "
@@ -214,6 +241,10 @@ def write(data, out_dir):
         "imgproxy cannot be built here, so it stands in for the Go servers.")
     add("")
 
+
+def every_configuration(data, table, formats, add, labels):
+    """Every configuration's figures; the ratio column (to thumbor's best) only when thumbor ran."""
+    meta, configs = data["meta"], data["configs"]
     add("## Every configuration")
     add("")
     add("| output | clients | server | req/s (min–max) | ratio | CPU ms/req | p50 ms | p99 ms | peak RSS MB | "
@@ -226,7 +257,7 @@ def write(data, out_dir):
                 s = table.get((config["id"], fmt, c))
                 if not s:
                     continue
-                ratio = s["rps"] / table[(best, fmt, c)]["rps"] if best else float("nan")
+                ratio = f"{s['rps'] / table[(best, fmt, c)]['rps']:.2f}×" if best else "—"
                 name = labels[config["id"]] + (" (thumbor's best)" if config["id"] == best else "")
                 checked = (f"all {s['requests']:,} right" if s["bad"] == 0 and not s["sample_problems"]
                            else f"**{s['bad']} wrong**" + (f", samples: {s['sample_problems'][0]}"
@@ -234,7 +265,7 @@ def write(data, out_dir):
                 if s["socket_errors"]:
                     checked += f", {s['socket_errors']} socket errors"
                 add(f"| {NAMES[fmt]} | {c} | {name} | {s['rps']:.1f} ({s['rps_min']:.1f}–{s['rps_max']:.1f}) | "
-                    f"{ratio:.2f}× | {s['cpu']:.1f} | {s['p50']:.0f} | {s['p99']:.0f} | {s['rss']:.0f} | {checked} | "
+                    f"{ratio} | {s['cpu']:.1f} | {s['p50']:.0f} | {s['p99']:.0f} | {s['rss']:.0f} | {checked} | "
                     f"{s['server_cores']:.2f} / {s['machine_busy']:.2f} |")
     add("")
     add("\"checked\": every answer's status, format (magic bytes) and size (longest side 512, the source's aspect "
@@ -246,6 +277,9 @@ def write(data, out_dir):
         + " (a few more origin requests than answers: requests still in flight when wrk stopped).")
     add("")
 
+
+def herd_section(data, add):
+    """The herd of identical cold requests, when the run made one."""
     if data.get("herd"):
         add("## Herd: 100 concurrent identical cold requests to one ThumbnailServer")
         add("")
@@ -263,17 +297,41 @@ def write(data, out_dir):
             "\"not exposed\" means this server version has no counter for it (names in servers.py).")
         add("")
 
-    add("## Reproduce")
-    add("")
-    add("```sh")
-    add("make bench-proxy                       # installs, builds (release), measures, writes this file")
-    add(f"DURATION={meta['duration_s']} WARMUP={meta['warmup_s']} ROUNDS={meta['rounds']} make bench-proxy   "
-        "# this run's settings")
-    add("```")
-    add("")
-    with open(os.path.join(out_dir, "RESULTS.md"), "w") as f:
-        f.write("\n".join(lines))
-    chart(data, table, formats, os.path.join(out_dir, "results.png"))
+
+def vips_chart(data, table, formats, path):
+    """`make bench-vips`: CPU per thumbnail per format, the ThumbnailServer's per request (each concurrency) beside
+    libvips's per thumbnail in-process (log scale; bar labels in ms)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    meta, runs = data["meta"], data.get("vips_runs") or []
+    series = [(f"ThumbnailServer, {c} clients", "#d62728" if i == 0 else "#ff9896",
+               [table[("sdk", f, c)]["cpu"] if ("sdk", f, c) in table else None for f in formats])
+              for i, c in enumerate(meta["concurrency"])]
+    series.append(("libvips in-process", "#2ca02c",
+                   [statistics.median(r["cpu_ms_per_thumbnail"] for r in runs if r["format"] == f)
+                    if any(r["format"] == f for r in runs) else None for f in formats]))
+    fig, ax = plt.subplots(figsize=(8, 5))
+    width = 0.8 / len(series)
+    for i, (label, color, values) in enumerate(series):
+        xs = [x + (i - (len(series) - 1) / 2) * width for x, v in enumerate(values) if v is not None]
+        ys = [v for v in values if v is not None]
+        bars = ax.bar(xs, ys, width, label=label, color=color)
+        for bar, value in zip(bars, ys):
+            ax.annotate(f"{value:.3g}", (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center",
+                        va="bottom", fontsize=7)
+    ax.set_yscale("log")
+    ax.set_ylabel("CPU ms per thumbnail (log; lower is better)")
+    ax.set_xticks(range(len(formats)), [NAMES[f] for f in formats])
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left")
+    commit = meta.get("server_source_commit", meta["server_commit"])
+    ax.set_title(f"Fit-inside 512x512 of ~2.5 MP photos: ThumbnailServer {commit} vs libvips in-process\n"
+                 f"{meta['started'][:10]}, {meta['cores']} cores (load {meta['loadavg_start']} at start)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
 
 
 def chart(data, table, formats, path):
