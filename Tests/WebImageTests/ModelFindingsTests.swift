@@ -78,4 +78,32 @@ import WebImage
             #expect(preview.width == final.image.width && preview.height == final.image.height)
         }
     }
+
+    @Test(
+        "previews of an animation a load cuts to its first frame are transformed as its still final image is (seed 7678243790146302701)",
+        arguments: [
+            ImageDecodeOptions(firstFrameOnly: true),
+            ImageDecodeOptions(animationBudget: AnimationBudget(maxFrameCount: 2, onExceeded: .firstFrameOnly)),
+        ])
+    func previewsOfAFirstFrameFollowTheFinalTransform(decodeOptions: ImageDecodeOptions) async throws {
+        let origin = ModelOrigin()
+        let url = URL(string: "test://findings/anim-first-frame-previews.timg")!
+        origin.setTrickle(true, for: url)
+        origin.set(.slow, for: url)
+        let manager = Self.manager(origin)
+        var context = ImageContext()
+        context.imageTransformer = CompoundingTransformer(.grow(2))
+        context.imageDecodeOptions = decodeOptions
+        let record = LoadRecord()
+        manager.loadImage(with: url, options: .progressiveLoad, context: context) { record.deliver($0) }
+        #expect(await record.waitForFinal(timeout: 10))
+        let final = try #require(try record.summary.0?.get())
+        #expect(final.image.frameCount == 1 && final.image.metadata.isTransformed, "a still image is transformed")
+        #expect(!record.previews.isEmpty)
+        for preview in record.previews {
+            #expect(preview.metadata.isTransformed, "a preview untransformed where its final image is transformed")
+            #expect(preview.frameCount == 1)
+            #expect(preview.width == final.image.width && preview.height == final.image.height)
+        }
+    }
 }

@@ -78,7 +78,7 @@ extension FetchJob {
             var image = decoded.image
             var transformSkipped = false
             if let transformer = plan.transformer {
-                if image.isAnimated && !plan.options.contains(.transformAnimatedImage) {
+                if !plan.options.transformsImage(animated: image.isAnimated) {
                     transformSkipped = true
                 } else {
                     do {

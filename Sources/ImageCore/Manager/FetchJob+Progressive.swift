@@ -84,9 +84,12 @@ extension FetchJob {
                 preview !== box.lastPreview
             else { continue }
             box.lastPreview = preview
-            // A partial animation shows one frame; its final image is an animation all the same (the header says).
-            let frames = (plan.coder ?? manager.coders).probe(data)?.frameCount ?? preview.frameCount
-            deliverPreview(preview, key: key, sourceIsAnimated: frames > 1)
+            // A partial animation shows one frame; its final image is an animation all the same (the header says),
+            // unless the decode options keep its first frame: then it is a still image, and so is every preview.
+            let frames = max((plan.coder ?? manager.coders).probe(data)?.frameCount ?? 0, preview.frameCount)
+            let finalIsAnimated = frames > 1 && !key.options.keepsFirstFrameOnly(frameCount: frames)
+            let shown = preview.isAnimated && !finalIsAnimated ? preview.with(frames: [preview.frames[0]]) : preview
+            deliverPreview(shown, key: key, finalIsAnimated: finalIsAnimated)
         }
     }
 
@@ -101,8 +104,8 @@ extension FetchJob {
     }
 
     /// Delivers `preview` to every progressive subscriber of `key`, transformed once per distinct transformer — as
-    /// the final image is: a preview of an animation only with ``ImageOptions/transformAnimatedImage``.
-    private func deliverPreview(_ preview: Image, key: DecodeKey, sourceIsAnimated: Bool) {
+    /// the final image will be (``ImageOptions/transformsImage(animated:)`` of `finalIsAnimated`).
+    private func deliverPreview(_ preview: Image, key: DecodeKey, finalIsAnimated: Bool) {
         let subscribers = state.withLock { state in
             state.machine.subscribers.values.filter {
                 $0.decodeKey == key && $0.info.plan.options.contains(.progressiveLoad)
@@ -112,9 +115,7 @@ extension FetchJob {
         for subscriber in subscribers {
             let plan = subscriber.info.plan
             var image = preview
-            if let transformer = plan.transformer,
-                !(preview.isAnimated || sourceIsAnimated) || plan.options.contains(.transformAnimatedImage)
-            {
+            if let transformer = plan.transformer, plan.options.transformsImage(animated: finalIsAnimated) {
                 let transformerKey = transformer.transformerKey
                 if let done = transformed[transformerKey] {
                     image = done

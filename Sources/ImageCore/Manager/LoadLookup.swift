@@ -113,7 +113,7 @@ struct LoadLookup {
     /// asks, so it delivers the cache's reference as it is instead of a copy.
     @inline(__always)
     func deliversAsCached(_ image: Image) -> Bool {
-        customDecode == nil && !(isTransformed && image.isAnimated && !options.contains(.transformAnimatedImage))
+        customDecode == nil && !(isTransformed && !options.transformsImage(animated: image.isAnimated))
     }
 
     /// ``deliverable(fromCached:transformed:options:decodeOptions:)`` for this load.
@@ -136,7 +136,7 @@ struct LoadLookup {
     static func deliverable(
         fromCached image: Image, transformed: Bool, options: ImageOptions, decodeOptions: ImageDecodeOptions
     ) -> Image? {
-        if transformed, image.isAnimated, !options.contains(.transformAnimatedImage) { return nil }
+        if transformed, !options.transformsImage(animated: image.isAnimated) { return nil }
         if let limit = decodeOptions.scaleDownLimitBytes, limit > 0 {
             let (pixels, overflow) = image.width.multipliedReportingOverflow(by: image.height)
             if overflow || pixels > limit / 4 { return nil }
@@ -150,10 +150,14 @@ extension ImageDecodeOptions {
     /// (``firstFrameOnly``), or kept by an animation budget over which the first frame is kept
     /// (`onExceeded: .firstFrameOnly`), as a decode with these options would. Every path that serves an image
     /// decoded elsewhere (a cache hit of the key, the decoded original) asks this one rule.
-    func keepsFirstFrameOnly(of image: Image) -> Bool {
-        guard image.isAnimated else { return false }
+    func keepsFirstFrameOnly(of image: Image) -> Bool { keepsFirstFrameOnly(frameCount: image.frameCount) }
+
+    /// The same rule for a source of `frameCount` frames not decoded yet: what a preview asks of the final image
+    /// its load will get (a first-frame-only load's final image is a still image, transformed as one).
+    func keepsFirstFrameOnly(frameCount: Int) -> Bool {
+        guard frameCount > 1 else { return false }
         if firstFrameOnly { return true }
-        return image.frameCount > animationBudget.maxFrameCount && animationBudget.onExceeded == .firstFrameOnly
+        return frameCount > animationBudget.maxFrameCount && animationBudget.onExceeded == .firstFrameOnly
     }
 }
 
@@ -161,4 +165,11 @@ extension ImageDecodeOptions {
 final class DecodeOptionsBox: Sendable {
     let options: ImageDecodeOptions
     init(_ options: ImageDecodeOptions) { self.options = options }
+}
+
+extension ImageOptions {
+    /// True when a load with these options runs its transformer on an image that is (or, for a preview, whose
+    /// final image will be) `animated`: a still image always, an animation only with
+    /// ``ImageOptions/transformAnimatedImage``. The one rule of the final image, its previews and the cache levels.
+    func transformsImage(animated: Bool) -> Bool { !animated || contains(.transformAnimatedImage) }
 }
