@@ -269,6 +269,16 @@ import Testing
                 #expect(error?.stage == stage, "\(code): stage \(error.map { "\($0.stage)" } ?? "-")")
             }
         }
+        // The second case `timedOut` documents: the load's own deadline, at stage `request`, through the real loader
+        // (its transfer timeout, 15 s, far away).
+        var hurried = ImageContext()
+        hurried.loadTimeout = 0.3
+        let started = ContinuousClock.now
+        let late = await fixture.load("/stall.png", context: hurried)
+        #expect(
+            late?.code == .timedOut && late?.stage == .request, "loadTimeout: got \(late.map { "\($0)" } ?? "no error")"
+        )
+        #expect(ContinuousClock.now - started < .seconds(5))
         #expect(server.requests(to: "/never-cached.png").isEmpty, ".fromCacheOnly never downloads")
         try await loader.shutdown()
         await server.stop()

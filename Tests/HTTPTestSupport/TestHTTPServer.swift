@@ -1,6 +1,6 @@
 import Foundation
 public import ImageCore
-public import NIOCore
+import NIOCore
 public import NIOHTTP1
 import NIOPosix
 

@@ -65,6 +65,7 @@ extension ImageContextOption {
             spec(.setImageOperationKey, "operation", \.setImageOperationKey),
             spec(.downloadHeaderCheck, DownloadHeaderCheck { _ in .accept }, \.downloadHeaderCheck),
             spec(.cachePartitionKey, "tenant-7", \.cachePartitionKey),
+            spec(.loadTimeout, 2.5, \.loadTimeout),
         ]
     }()
 

@@ -1,7 +1,8 @@
 import Foundation
-import ImageCore
 import ImageTestSupport
 import Testing
+
+@testable import ImageCore
 
 /// Smaller contracts of the main line (issue 14 items 7 and 8, issue 13 items 3 and 4 on the core's side).
 @Suite struct ManagerContractTests {
@@ -125,17 +126,64 @@ import Testing
         let check = try #require(rig.loader.requests.first?.context.downloadHeaderCheck)
         let huge = TestCoder.data(width: 1000, height: 1000)
         #expect(isNeedMore(check(huge.prefix(3))))
+        #expect(isAccept(check(TestCoder.data(width: 5, height: 5))))
         if case .reject(let error) = check(huge) {
             #expect(error.code == .imageTooLarge)
         } else {
             Issue.record("a 1000x1000 header was not refused under a 100-pixel budget")
         }
-        #expect(isAccept(check(TestCoder.data(width: 5, height: 5))))
-        // A second load with a larger budget joins the same download: the header is no longer refused.
-        rig.manager.loadImage(with: url, context: rig.context(), completed: { _ in })
-        #expect(await waitUntil { isAccept(check(huge)) })
         rig.loader.releaseAll()
         _ = await recorder.waitForFinal()
+    }
+
+    @Test func aHeaderOverOneWaitingBudgetIsAcceptedForAnotherWaitingLoad() async throws {
+        let rig = Rig()
+        rig.loader.hold()
+        let url = testURL()
+        rig.serve(url)
+        var small = ImageDecodeOptions()
+        small.maxPixelCount = 100
+        rig.manager.loadImage(with: url, context: rig.context([.imageDecodeOptions: small]), completed: { _ in })
+        // A second load with a larger budget joins the same download before any verdict: the header is accepted.
+        rig.manager.loadImage(with: url, context: rig.context(), completed: { _ in })
+        #expect(await waitUntil { rig.loader.requestCount == 1 })
+        // A check is a verdict (a refusal closes the download to later loads): ask it once both loads are on it.
+        #expect(
+            await waitUntil {
+                rig.manager.jobs.withLock { registry in
+                    registry.jobs.values.reduce(0) { $0 + $1.state.withLock { $0.machine.subscriberCount } }
+                } == 2
+            })
+        let check = try #require(rig.loader.requests.first?.context.downloadHeaderCheck)
+        #expect(isAccept(check(TestCoder.data(width: 1000, height: 1000))))
+        #expect(rig.loader.requestCount == 1)
+        rig.loader.releaseAll()
+    }
+
+    @Test(
+        "a load that comes after the header check refused an image for the loads then waiting gets a download of its own (found by the model, seed 2098792637429622453)"
+    )
+    func aHeaderRefusalIsTheVerdictOfTheLoadsItWasMadeFor() async throws {
+        let rig = Rig()
+        rig.loader.hold()
+        let url = testURL()
+        rig.serve(url, width: 64, height: 48)
+        var small = ImageDecodeOptions()
+        small.maxPixelCount = 400
+        let refused = DeliveryRecorder()
+        rig.manager.loadImage(
+            with: url, context: rig.context([.imageDecodeOptions: small]), completed: refused.handler)
+        // The loader ran the header check as the request came (ScriptedLoader): refused, the answer held.
+        #expect(await waitUntil { rig.loader.requestCount == 1 })
+        let plain = DeliveryRecorder()
+        rig.manager.loadImage(with: url, context: rig.context(), completed: plain.handler)
+        #expect(
+            await waitUntil(timeout: 5) { rig.loader.requestCount == 2 },
+            "the plain load joined a download refused under another load's budget")
+        rig.loader.releaseAll()
+        #expect(await refused.waitForFinal()?.error?.code == .imageTooLarge)
+        let image = try #require(await plain.waitForFinal()?.value?.image)
+        #expect(image.width == 64 && image.height == 48)
     }
 
     @Test func imageTooLargeBlocksTheURL() async throws {

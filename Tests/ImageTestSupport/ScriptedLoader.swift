@@ -123,7 +123,15 @@ public final class ScriptedLoader: ImageLoader, Sendable {
         // Not `self.queue`: `requests` keeps the operation, and its handler must not keep the loader.
         let queue = self.queue
         operation.onCancel { queue.async { complete(.failure(.cancelled(stage: .download))) } }
-        let reply = state.withLock { $0.script[url.absoluteString] ?? $0.defaultReply }
+        let scripted = state.withLock { $0.script[url.absoluteString] ?? $0.defaultReply }
+        // The manager's header check runs on the bytes as the request arrives, as a loader runs it on the first
+        // bytes: a refusal is then the answer, delivered when the request is answered (held, or after the delay).
+        let reply: Reply? = {
+            guard case .data(let data, _)? = scripted, let check = context.downloadHeaderCheck,
+                case .reject(let error) = check(data)
+            else { return scripted }
+            return .failure(error)
+        }()
         let answer: @Sendable () -> Void = {
             self.queue.asyncAfter(deadline: .now() + self.delay) {
                 self.hook.fire(.downloadAnswer)

@@ -65,7 +65,8 @@ public struct ImageError: Error, Sendable, CustomStringConvertible {
         /// a read error. Transient: never blocks the URL. Stage `download`.
         public static let downloadFailed = Code("downloadFailed")
         /// The transfer ran out of time: the connect or idle timeout, the whole-transfer deadline, or a rate under
-        /// the loader's minimum (HTTPLoader). Transient. Stage `download`.
+        /// the loader's minimum (HTTPLoader), stage `download`; or the load's own deadline passed
+        /// (``ImageContext/loadTimeout``), stage `request`, whatever it was doing. Transient.
         public static let timedOut = Code("timedOut")
         /// No registered coder takes the bytes or the format: a body that no coder recognises (not an image, or a
         /// format whose coder is not registered), an animation without an animated coder, or an encode to a

@@ -106,11 +106,11 @@ final class FetchJob: Sendable {
 
     // MARK: Events in
 
-    /// Adds a subscriber and takes over its cache misses; nil when the job already finished (the caller then makes
-    /// a new job and hands them to it).
+    /// Adds a subscriber and takes over its cache misses; nil when the job already finished or is closed to
+    /// newcomers (the caller then makes a new job and hands them to it).
     func subscribe(_ subscriber: Machine.Subscriber, claims: [MissClaim]) -> [Machine.Action]? {
         state.withLock { state in
-            guard !state.machine.isFinished else { return nil }
+            guard !state.machine.isFinished, !state.machine.isClosed else { return nil }
             state.claims += claims
             return state.machine.subscribe(subscriber)
         }
@@ -119,9 +119,27 @@ final class FetchJob: Sendable {
     /// True once every subscriber was served or left (the registry forgets the job soon after).
     var isFinished: Bool { state.withLock { $0.machine.isFinished } }
 
-    /// The decode options of every subscriber still waiting (for the download's header check).
-    var waitingDecodeOptions: [ImageDecodeOptions] {
-        state.withLock { state in state.machine.subscribers.values.map(\.decodeKey.options) }
+    /// False once the job finished or was closed to newcomers: a load looking for this job's work needs another.
+    var acceptsSubscribers: Bool { state.withLock { !$0.machine.isFinished && !$0.machine.isClosed } }
+
+    /// The download's header check: the refusal of an image of `width × height` pixels when it is over the pixel
+    /// budget of every subscriber, else nil. A refusal closes the job in the same step, so it is the verdict of
+    /// exactly the loads it was made for: one that comes later — its budget may take the image — gets a job and a
+    /// download of its own instead of a failure that was never its own (found by the model).
+    func headerRefusal(width: Int, height: Int) -> ImageError? {
+        state.withLock { state in
+            var refusal: ImageError?
+            for subscriber in state.machine.subscribers.values {
+                do throws(ImageError) {
+                    try subscriber.decodeKey.options.checkPixelBudget(width: width, height: height)
+                    return nil
+                } catch {
+                    refusal = refusal ?? error
+                }
+            }
+            if refusal != nil { state.machine.close() }
+            return refusal
+        }
     }
 
     func cancel(_ id: UInt64) {

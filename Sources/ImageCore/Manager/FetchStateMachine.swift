@@ -57,6 +57,10 @@ struct FetchStateMachine<
     private(set) var products: [ProductKey: ProductStage] = [:]
     /// True once the last subscriber left or every subscriber was served; the shell then forgets the job.
     private(set) var isFinished = false
+    /// True once a verdict was made for the subscribers of the moment (the download's header check refused the
+    /// image under every one of their budgets): the source will fail for them, and a load that comes later, whose
+    /// budget may differ, needs a job of its own. The shell then lets nobody join (``FetchJob/subscribe``).
+    private(set) var isClosed = false
 
     init() {}
 
@@ -64,6 +68,9 @@ struct FetchStateMachine<
     var subscriberCount: Int { subscribers.count }
 
     // MARK: Events
+
+    /// Closes the job to newcomers (see ``isClosed``); the subscribers it has keep their places.
+    mutating func close() { isClosed = true }
 
     mutating func subscribe(_ subscriber: Subscriber) -> [Action] {
         guard !isFinished else { return [.fail([subscriber], .cancelled(stage: .download))] }

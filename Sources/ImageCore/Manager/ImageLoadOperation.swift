@@ -6,7 +6,8 @@ import Synchronization
 /// Delivery contract: progress reports and non-final results (previews, the cached image of a revalidating
 /// load), then exactly one final result, then nothing. Deliveries never overlap and arrive in the order they
 /// were made: they go through one queue per operation, drained by one thread at a time on the callback queue.
-/// After ``cancel()`` the final result is `cancelled` and no image is delivered. Thread-safe (state behind a
+/// After ``cancel()`` the final result is `cancelled` and no image is delivered; after the load's deadline
+/// (``ImageContext/loadTimeout``) passed, `timedOut`. Thread-safe (state behind a
 /// lock; callbacks run outside it). Its ``priority`` can change while it waits or downloads (Nuke's
 /// `ImageTask.priority`).
 public final class ImageLoadOperation: PrioritizableOperation {
@@ -32,6 +33,8 @@ public final class ImageLoadOperation: PrioritizableOperation {
         /// The final result was accepted (it may still be queued behind earlier deliveries).
         var finished = false
         var cancelled = false
+        /// Ended by its deadline (``ImageContext/loadTimeout``): `cancelled` too, with `timedOut` as its result.
+        var expired = false
         /// Boxed: an inline optional existential would make every load's state pay for its value witnesses.
         var query: QueryBox?
         var subscription: (job: FetchJob, id: UInt64)?
@@ -104,7 +107,7 @@ public final class ImageLoadOperation: PrioritizableOperation {
         self.state = Mutex(State(finished: finished))
     }
 
-    /// True once cancelled.
+    /// True once cancelled (or ended by its deadline, ``ImageContext/loadTimeout``).
     public var isCancelled: Bool { state.withLock { $0.cancelled } }
 
     /// True once the final result was decided (it may still be on its way to the completion handler).
@@ -135,11 +138,22 @@ public final class ImageLoadOperation: PrioritizableOperation {
 
     /// Cancels the load: the cache query, and this load's share of the download. The completion receives
     /// `cancelled` unless the final result was already decided.
-    public func cancel() {
+    public func cancel() { end(expired: false) }
+
+    /// The final result of a load whose deadline passed.
+    static let expiredError = ImageError(
+        .timedOut, stage: .request, message: "the load's deadline passed (loadTimeout)")
+
+    /// Ends the load with ``expiredError`` unless its final result was decided: its deadline
+    /// (``ImageContext/loadTimeout``) passed. It leaves its work as ``cancel()`` does.
+    func expire() { end(expired: true) }
+
+    private func end(expired: Bool) {
         let (query, subscription, finishNow) = state.withLock {
             state -> ((any ImageOperation)?, (FetchJob, UInt64)?, Bool) in
             guard !state.finished, !state.cancelled else { return (nil, nil, false) }
             state.cancelled = true
+            state.expired = expired
             defer {
                 state.query = nil
                 state.subscription = nil
@@ -148,7 +162,7 @@ public final class ImageLoadOperation: PrioritizableOperation {
         }
         query?.cancel()
         if let (job, id) = subscription { job.cancel(id) }
-        if finishNow { finish(.failure(.cancelled())) }
+        if finishNow { finish(.failure(expired ? Self.expiredError : .cancelled())) }
     }
 
     // MARK: Internal wiring
@@ -228,7 +242,7 @@ public final class ImageLoadOperation: PrioritizableOperation {
             state.claims = []
             var final = result
             if state.cancelled {
-                final = .failure(.cancelled())
+                final = .failure(state.expired ? Self.expiredError : .cancelled())
             } else if case .failure(let error) = result, error.code == .cacheNotModified,
                 let cached = state.cachedResult?.result
             {

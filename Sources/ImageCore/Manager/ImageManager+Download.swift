@@ -108,16 +108,7 @@ extension ImageManager {
                 }
                 return .needMoreData
             }
-            var refusal: ImageError?
-            for options in job.waitingDecodeOptions {
-                do throws(ImageError) {
-                    try options.checkPixelBudget(width: properties.width, height: properties.height)
-                    return .accept
-                } catch {
-                    refusal = refusal ?? error
-                }
-            }
-            return refusal.map { .reject($0) } ?? .accept
+            return job.headerRefusal(width: properties.width, height: properties.height).map { .reject($0) } ?? .accept
         }
     }
 

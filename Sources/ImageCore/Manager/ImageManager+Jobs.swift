@@ -36,7 +36,7 @@ extension ImageManager {
             var lookedAfterEndOf: FetchJob?
             if let recheck {
                 let live = jobs.withLock { $0.jobs[jobKey] }
-                if live == nil || live?.isFinished == true {
+                if live == nil || live?.acceptsSubscribers == false {
                     if let hit = recheck() {
                         for claim in claims { claim.end(.abandoned) }
                         return operation.finish(.success(hit))

@@ -110,6 +110,7 @@ extension ImageManager {
         let plan = LoadPlan(url: url, lookup: lookup, context: context, manager: self)
         let operation = ImageLoadOperation(
             url: url, manager: self, callbackQueue: plan.callbackQueue, progress: progress, completion: completed)
+        if let timeout = context.loadTimeout { Self.expire(operation, after: timeout) }
         if case .miss = memory {
             if let key = plan.key {
                 operation.addClaim(MissClaim(cache: plan.cache, key: key, levels: plan.queryCacheType))
@@ -125,6 +126,15 @@ extension ImageManager {
             if operation.isFinished { unregister(operation) }
         }
         return operation
+    }
+
+    /// Ends `operation` with `timedOut` once `seconds` passed, unless it finished (``ImageContext/loadTimeout``).
+    /// The timer holds the operation weakly: a load that finished and was let go is not kept for its deadline.
+    private static func expire(_ operation: ImageLoadOperation, after seconds: Double) {
+        guard !seconds.isNaN, seconds < 1e9 else { return }
+        DispatchQueue.global().asyncAfter(deadline: .now() + max(0, seconds)) { [weak operation] in
+            operation?.expire()
+        }
     }
 
     /// Loads the image at the URL string; a string that is not a URL fails with `invalidURL`.

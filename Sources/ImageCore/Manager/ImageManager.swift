@@ -165,8 +165,9 @@ public final class ImageManager: Sendable {
     ///
     /// Time spent waiting here is waiting for a place, like the time a download waits in its loader's own queue:
     /// a loader's transfer deadline (``HTTPLoader``'s `maximumTransferDuration`) starts when the loader gets the
-    /// request, not when the load began. A load that must end by a given time cancels itself then. Changing the
-    /// bound applies at once.
+    /// request, not when the load began. A load that must end by a given time sets ``ImageContext/loadTimeout``:
+    /// its wait here counts against it, and a load that waits past it ends `timedOut` without a download.
+    /// Changing the bound applies at once.
     public var maxDownloadsAheadOfDecoding: Int {
         get { downloadAdmission.limit }
         set { downloadAdmission.limit = newValue }

@@ -11,6 +11,7 @@ enum ContextSlot: Int, CaseIterable, Sendable {
     case queryCacheType, storeCacheType, originalQueryCacheType, originalStoreCacheType, originalImageCache
     case downloadRequestModifier, downloadResponseModifier, downloadDecryptor
     case loaderCachedImage, loaderCachedMetadata, setImageOperationKey, downloadHeaderCheck, cachePartitionKey
+    case loadTimeout
 
     /// This slot's bit in the masks of ``ContextStorage``.
     var bit: UInt32 { 1 << UInt32(rawValue) }
@@ -44,6 +45,7 @@ enum ContextSlot: Int, CaseIterable, Sendable {
         case .setImageOperationKey: "setImageOperationKey"
         case .downloadHeaderCheck: "downloadHeaderCheck"
         case .cachePartitionKey: "cachePartitionKey"
+        case .loadTimeout: "loadTimeout"
         }
     }
 

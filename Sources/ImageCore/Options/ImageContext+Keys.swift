@@ -49,6 +49,8 @@ extension ImageContextOption {
     public static let loaderCachedMetadata = ImageContextOption("loaderCachedMetadata")
     /// `String`: the ``ImageTarget`` operation key (default: the target's type name).
     public static let setImageOperationKey = ImageContextOption("setImageOperationKey")
+    /// `Double`, seconds: the longest the load may take (see ``ImageContext/loadTimeout``).
+    public static let loadTimeout = ImageContextOption("loadTimeout")
 }
 
 extension ImageContext {
@@ -201,6 +203,19 @@ extension ImageContext {
         set {
             update(.setImageOperationKey, hasValue: newValue != nil) { $0.coldFields.setImageOperationKey = newValue }
         }
+    }
+    /// The longest this load may take, in seconds, counted from the call that started it to its final result:
+    /// the cache queries, the wait for a download place (``ImageManager/maxDownloadsAheadOfDecoding``) and in the
+    /// loader's queue, the transfer, the decode and the transform.
+    ///
+    /// When it passes first, the load ends with ``ImageError/Code/timedOut`` (stage `request`) and leaves its work
+    /// as ``ImageLoadOperation/cancel()`` does: a download or decode it shares with other loads goes on for them,
+    /// and one it alone waited for is cancelled. Not part of the cache key, never a reason to block the URL, and
+    /// free for loads that don't set it. A loader's own transfer deadline (``HTTPLoader``'s
+    /// `maximumTransferDuration`) still applies within it. Nil (the default): no deadline of the load's own.
+    public var loadTimeout: Double? {
+        get { storage.cold?.loadTimeout }
+        set { update(.loadTimeout, hasValue: newValue != nil) { $0.coldFields.loadTimeout = newValue } }
     }
 
     /// The transformer's key, read once when the transformer was stored (here or as the manager's transformer).

@@ -142,6 +142,7 @@ final class ContextStorage: @unchecked Sendable {
         case .setImageOperationKey: cold?.setImageOperationKey
         case .downloadHeaderCheck: cold?.downloadHeaderCheck
         case .cachePartitionKey: cachePartitionKey
+        case .loadTimeout: cold?.loadTimeout
         }
     }
 
@@ -231,6 +232,9 @@ final class ContextStorage: @unchecked Sendable {
         case .cachePartitionKey:
             guard let typed = Self.typed(value, as: String.self) else { return false }
             cachePartitionKey = typed
+        case .loadTimeout:
+            guard let typed = Self.typed(value, as: Double.self) else { return false }
+            if typed != nil || cold != nil { coldFields.loadTimeout = typed }
         }
         return true
     }
@@ -259,6 +263,7 @@ final class ColdContextFields: @unchecked Sendable {
     var loaderCachedMetadata: CacheEntryMetadata?
     var setImageOperationKey: String?
     var downloadHeaderCheck: DownloadHeaderCheck?
+    var loadTimeout: Double?
     var others: [ImageContextOption: any Sendable] = [:]
     var pluginNones: Set<ImageContextOption> = []
 
@@ -279,6 +284,7 @@ final class ColdContextFields: @unchecked Sendable {
         copy.loaderCachedMetadata = loaderCachedMetadata
         copy.setImageOperationKey = setImageOperationKey
         copy.downloadHeaderCheck = downloadHeaderCheck
+        copy.loadTimeout = loadTimeout
         copy.others = others
         copy.pluginNones = pluginNones
         return copy

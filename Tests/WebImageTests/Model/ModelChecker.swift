@@ -91,6 +91,19 @@ final class ModelChecker: Sendable {
                 messages.append("\(label): took \(elapsed) s after its request, past its \(deadline) s deadline")
             }
         }
+        // The load's own deadline runs from its call, every wait included; only it ends a load `timedOut` at
+        // stage `request`, and never before it passed.
+        if let timeout = spec.context.loadTimeout {
+            let elapsed = end.timeIntervalSince(start)
+            if elapsed > timeout + Self.slack {
+                messages.append("\(label): took \(elapsed) s, past its \(timeout) s load timeout")
+            }
+            if case .failure(let error)? = result, error.code == .timedOut, error.stage == .request,
+                elapsed < timeout - 0.01
+            {
+                messages.append("\(label): ended timedOut after \(elapsed) s, before its \(timeout) s load timeout")
+            }
+        }
         guard let result else { return ["\(label): no result"] }
         if let cached = record.cachedFirst {
             if !spec.options.contains(.refreshCached) {
@@ -213,7 +226,7 @@ final class ModelChecker: Sendable {
         case .cancelled:
             return isCancelled(index, loads: loads, controls: controls)
         case .timedOut:
-            return spec.deadline != nil
+            return error.stage == .request ? spec.context.loadTimeout != nil : spec.deadline != nil
         case .invalidDownloadStatusCode:
             return error.statusCode == 404 ? failures.contains(.notFound) : failures.contains(.serverError)
         case .badImageData:

@@ -71,6 +71,7 @@ enum ModelFloors {
             ("body trickled in (previews possible)", 110), ("load through an ImageTarget", 100),
             ("success of a file with a colour profile", 380), ("colour conversion with lcms2", 8),
             ("colour file from a cache", 250), ("transfer refused by the header check", 4),
+            ("load ended by its load timeout", 3),
         ]
         if fleet { cases += [("fleet program", 5), ("load on the second replica", 150)] }
         return cases

@@ -212,6 +212,9 @@ struct ModelProgram {
             coverage.count(spec, record)
             if spec.cancelAfter != nil, record.summary.3 { coverage.reach(.cancelLoad) }
             if spec.target != nil { coverage.note("load through an ImageTarget") }
+            if case .failure(let error)? = record.summary.0, error.code == .timedOut, error.stage == .request {
+                coverage.note("load ended by its load timeout")
+            }
             if case .success(let loaded)? = record.summary.0, spec.url.pathExtension != "timg" {
                 coverage.note("success of a file with a colour profile")
                 if spec.decodeOptions.convertToSRGB { coverage.note("colour conversion with lcms2") }

@@ -283,6 +283,11 @@ enum OptionDraws {
             spec.context.cachePartitionKey = pick(tenants, &random)
             note(&spec, "partition \(spec.partition!)")
         },
+        key("loadTimeout") { spec, random, _ in
+            // Shorter than a slow answer (0.15 s), about one, and longer than a wave's loads take.
+            spec.context.loadTimeout = pick([0.05, 0.2, 3.0], &random)
+            note(&spec, "load timeout \(spec.context.loadTimeout!)")
+        },
         key(ModelOrigin.deadline.rawValue) { spec, random, _ in
             spec.context[ModelOrigin.deadline] = pick([0.05, 0.5], &random)
             note(&spec, "deadline \(spec.deadline!)")

@@ -112,6 +112,16 @@ import WebImage
             #expect(ContinuousClock.now - healthStart < .milliseconds(500))
             _ = many
         }
+        // The cap alone, with a header timeout that closes nothing during the test: beyond the cap of eight, the
+        // oldest half-sent connections are closed to make room (twenty would hold c19952b's file descriptors
+        // forever; there 1,124 of them locked everyone out). Whatever closes them here is the cap.
+        try await Defect.withServer(["HEADER_TIMEOUT": "120", "MAX_CONNECTIONS": "8"]) { _, base, port in
+            let many = try (0..<20).map { _ in try Raw(port: port) }
+            for connection in many { try connection.send("GET /health HTTP/1.1\r\nHost: x\r\n") }
+            try await Live.expectStatus(base + "/health", 200)
+            let closed = many.prefix(12).filter { $0.waitForClose(seconds: 5) }.count
+            #expect(closed == 12, "of the 12 oldest half-sent connections beyond the cap of 8, \(12 - closed) are open")
+        }
     }
 
     /// 5. Changed sources were served stale forever: a source's `max-age` is honoured, then it is revalidated, and

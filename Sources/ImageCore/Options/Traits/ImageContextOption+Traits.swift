@@ -31,6 +31,8 @@ extension ContextSlot {
         case .downloadHeaderCheck: OptionTraits(.budget)
         case .cachePartitionKey:
             OptionTraits([.stored, .bytesFetched], key: .part("partition"), download: .field("partition"))
+        // It may end this load (`timedOut`), never what another load gets: the load leaves shared work as a cancel.
+        case .loadTimeout: OptionTraits(.budget)
         }
     }
 }
