@@ -10,6 +10,10 @@ extension ImageManager {
     /// transform, store, deliver.
     ///
     /// - Parameters:
+    ///   - url: the image's URL; nil fails with `invalidURL`.
+    ///   - options: the load's flags (``ImageOptions``).
+    ///   - context: per-load keys and strategies (``ImageContext``), layered over the manager's defaults; a
+    ///     ``ImageContext/loadTimeout`` bounds the whole load.
     ///   - progress: bytes received / expected, on the callback queue.
     ///   - completed: zero or more non-final deliveries (progressive previews; the cached image of a
     ///     ``ImageOptions/refreshCached`` load), then exactly one final result, and nothing after it; calls never

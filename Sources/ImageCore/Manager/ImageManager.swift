@@ -161,10 +161,10 @@ public final class ImageManager: Sendable {
     /// holds its bytes until its decode starts: without a bound, a crawler's 100,000 queued URLs would hold
     /// 100,000 bodies (1,000 concurrent loads of 2 MP photos: Benchmarks/RESULTS.md, issue 23 item 7). The
     /// default costs no throughput while it is at least the loader's own concurrency plus the decode threads
-    /// (``HTTPLoader`` runs 6 transfers at once by default): raise it with the loader's concurrency.
+    /// (`HTTPLoader` runs 6 transfers at once by default): raise it with the loader's concurrency.
     ///
     /// Time spent waiting here is waiting for a place, like the time a download waits in its loader's own queue:
-    /// a loader's transfer deadline (``HTTPLoader``'s `maximumTransferDuration`) starts when the loader gets the
+    /// a loader's transfer deadline (`HTTPLoader`'s `maximumTransferDuration`) starts when the loader gets the
     /// request, not when the load began. A load that must end by a given time sets ``ImageContext/loadTimeout``:
     /// its wait here counts against it, and a load that waits past it ends `timedOut` without a download.
     /// Changing the bound applies at once.
