@@ -91,3 +91,62 @@ struct LoadTimeoutTests {
         #expect(recorder.finals.count == 1 && recorder.all.count == 1)
     }
 }
+
+extension LoadTimeoutTests {
+    @Test("a load's deadline is kept while the global dispatch queue's threads are busy with other work")
+    func theDeadlineDoesNotWaitForTheGlobalQueue() async throws {
+        let rig = Rig()
+        rig.loader.hold()
+        let url = testURL("busy")
+        rig.serve(url)
+        // Work items that keep a thread busy for 3 s each, more of them than this machine has cores: a timer whose
+        // handler waits for a free global-queue thread fires only when one of them ends.
+        let spinners = ProcessInfo.processInfo.activeProcessorCount * 2
+        for _ in 0..<spinners {
+            DispatchQueue.global().async {
+                let end = Date().addingTimeInterval(3)
+                while Date() < end {}
+            }
+        }
+        // The end is timed in the completion itself: this test's own task may wait for a global-queue thread.
+        let recorder = DeliveryRecorder()
+        let ended = Locked<Date?>(nil)
+        let started = Date()
+        rig.manager.loadImage(with: url, context: rig.context([.loadTimeout: 0.1])) { result in
+            ended.withLock { $0 = $0 ?? Date() }
+            recorder.handler(result)
+        }
+        #expect(await recorder.waitForFinal()?.error?.code == .timedOut)
+        let elapsed = try #require(ended.value).timeIntervalSince(started)
+        #expect(elapsed < 1.5, "a 0.1 s deadline ended the load after \(elapsed) s")
+        rig.loader.releaseAll()
+    }
+}
+
+extension LoadTimeoutTests {
+    @Test("deadlines given in any order each end their own load, none before its time (seed printed)")
+    func deadlinesInAnyOrder() async throws {
+        let seed = UInt64.random(in: 0...UInt64.max)
+        print("LoadTimeoutTests.deadlinesInAnyOrder seed \(seed)")
+        var random = SplitMix64(seed: seed)
+        let rig = Rig()
+        rig.loader.hold()
+        let timeouts = (0..<40).map { _ in Double(Int.random(in: 0...300, using: &random)) / 1000 }
+        let started = Date()
+        let ends = Locked([Int: (Date, ImageError.Code?)]())
+        for (index, timeout) in timeouts.enumerated() {
+            let url = testURL("order\(index)")
+            rig.serve(url)
+            rig.manager.loadImage(with: url, context: rig.context([.loadTimeout: timeout])) { result in
+                ends.withLock { $0[index] = $0[index] ?? (Date(), result.error?.code) }
+            }
+        }
+        #expect(await waitUntil { ends.value.count == timeouts.count }, "seed \(seed)")
+        for (index, timeout) in timeouts.enumerated() {
+            guard let (end, code) = ends.value[index] else { continue }
+            #expect(code == .timedOut, "load \(index), seed \(seed)")
+            #expect(end.timeIntervalSince(started) >= timeout - 0.001, "load \(index) ended early, seed \(seed)")
+        }
+        rig.loader.releaseAll()
+    }
+}

@@ -132,13 +132,11 @@ extension ImageManager {
         return operation
     }
 
-    /// Ends `operation` with `timedOut` once `seconds` passed, unless it finished (``ImageContext/loadTimeout``).
-    /// The timer holds the operation weakly: a load that finished and was let go is not kept for its deadline.
+    /// Ends `operation` with `timedOut` once `seconds` passed, unless it finished (``ImageContext/loadTimeout``), on
+    /// ``DeadlineTimer``'s thread (a dispatch timer fired 6 s late while the process kept dispatch's threads busy).
     private static func expire(_ operation: ImageLoadOperation, after seconds: Double) {
-        guard !seconds.isNaN, seconds < 1e9 else { return }
-        DispatchQueue.global().asyncAfter(deadline: .now() + max(0, seconds)) { [weak operation] in
-            operation?.expire()
-        }
+        guard !seconds.isNaN else { return }
+        DeadlineTimer.shared.schedule(operation, after: seconds)
     }
 
     /// Loads the image at the URL string; a string that is not a URL fails with `invalidURL`.

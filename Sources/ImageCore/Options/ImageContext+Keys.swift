@@ -211,7 +211,9 @@ extension ImageContext {
     /// When it passes first, the load ends with ``ImageError/Code/timedOut`` (stage `request`) and leaves its work
     /// as ``ImageLoadOperation/cancel()`` does: a download or decode it shares with other loads goes on for them,
     /// and one it alone waited for is cancelled. Not part of the cache key, never a reason to block the URL, and
-    /// free for loads that don't set it. A loader's own transfer deadline (`HTTPLoader`'s
+    /// free for loads that don't set it. The deadline fires on a thread of the SDK's own, not dispatch's shared pool,
+    /// so CPU-bound work elsewhere in the process does not hold it back; a load it ends completes on that thread
+    /// with ``CallbackQueue/current``. A loader's own transfer deadline (`HTTPLoader`'s
     /// `maximumTransferDuration`) still applies within it. Nil (the default): no deadline of the load's own.
     public var loadTimeout: Double? {
         get { storage.cold?.loadTimeout }
