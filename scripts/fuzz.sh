@@ -92,7 +92,8 @@ run_one() {
         for ext in ${seeds[$target]}; do
             for root in "${target_roots[@]}"; do
                 [ -d "$root" ] || continue
-                find "$root" -type f -iname "*.$ext" -size -2M -exec cp -n {} "$seeddir/" \;
+                # One cp per batch of files, not per file: the corpora hold over a thousand.
+                find "$root" -type f -iname "*.$ext" -size -2M -exec cp -n -t "$seeddir/" {} +
             done
         done
     fi

@@ -64,9 +64,12 @@ if [ "${SKIP_ASAN:-0}" != "1" ]; then
     step "coder tests under AddressSanitizer"
     set +e
     # WEBIMAGE_CODERS_ONLY=1 (Package.swift): the package as these suites need it, without NIO, BoringSSL or
-    # AsyncHTTPClient, whose instrumented build took most of this step's time.
+    # AsyncHTTPClient, whose instrumented build took most of this step's time. Optimized (-c release, with
+    # -enable-testing for the suites' @testable imports): it builds in 270 s instead of 210 s and runs in 120 s
+    # instead of 260 s, as the corpus sweeps' pixel loops are no longer -Onone; ASan checks optimized code as it
+    # ships (OSS-Fuzz builds its ASan targets optimized too).
     WEBIMAGE_CODERS_ONLY=1 ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$PWD/scripts/lsan-suppressions.txt \
-        $swift test --sanitize=address --scratch-path .build-asan-coders \
+        $swift test -c release -Xswiftc -enable-testing --sanitize=address --scratch-path .build-asan-coders \
         --filter 'PNGCoderTests|JPEGCoderTests|WebPCoderTests|GIFCoderTests|AVIFCoderTests|HEIFCoderTests|JXLCoderTests|ColorManagementTests|CoderConformanceTests' 2>&1 \
         | tee .build/asan-output.txt | grep -vE ' started\.$' | tail -60
     status=${PIPESTATUS[0]}

@@ -79,6 +79,26 @@ extension ImageContextOption {
         #expect(ImageContextOption.pluginA.slot == nil)
     }
 
+    /// A dictionary literal keeps `5` an `Int`: a numeric key that took only its accessor's type would hold it as
+    /// a value of another type, and the load would run without the timeout its caller wrote.
+    @Test func numericKeysTakeAnyNumberThatConvertsExactly() {
+        let seconds: [any Sendable] = [5, 5.0, Float(5), Int32(5), UInt8(5)]
+        for value in seconds {
+            let context = ImageContext([.loadTimeout: value, .imageScaleFactor: value])
+            #expect(context.loadTimeout == 5 && context.imageScaleFactor == 5, "\(type(of: value))")
+        }
+        #expect(ImageContext([.loadTimeout: 0.25]).loadTimeout == 0.25)
+        for value in [4_000_000, 4e6, Float(4e6), Int64(4_000_000)] as [any Sendable] {
+            #expect(ImageContext([.imageScaleDownLimitBytes: value]).imageScaleDownLimitBytes == 4_000_000)
+        }
+        // What does not convert exactly stays a value of another type, as any other key's would.
+        for value in [4.5, Double.nan, UInt64.max] as [any Sendable] {
+            let context = ImageContext([.imageScaleDownLimitBytes: value])
+            #expect(context.imageScaleDownLimitBytes == nil && context[.imageScaleDownLimitBytes] != nil)
+        }
+        #expect(ImageContext([.loadTimeout: "5"]).loadTimeout == nil)
+    }
+
     @Test func aBuiltInKeySetWithTheWrongTypeReadsBackRawButNotTyped() throws {
         for spec in Self.specs {
             var context = ImageContext()

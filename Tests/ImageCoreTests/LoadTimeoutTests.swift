@@ -99,12 +99,13 @@ extension LoadTimeoutTests {
         rig.loader.hold()
         let url = testURL("busy")
         rig.serve(url)
-        // Work items that keep a thread busy for 3 s each, more of them than this machine has cores: a timer whose
-        // handler waits for a free global-queue thread fires only when one of them ends.
+        // Work items that keep a thread busy for 1.2 s each, more of them than this machine has cores: a timer whose
+        // handler waits for a free global-queue thread fires only when one of them ends (dispatch timers did: 1.2 s
+        // here, 6 s with 3 s spinners).
         let spinners = ProcessInfo.processInfo.activeProcessorCount * 2
         for _ in 0..<spinners {
             DispatchQueue.global().async {
-                let end = Date().addingTimeInterval(3)
+                let end = Date().addingTimeInterval(1.2)
                 while Date() < end {}
             }
         }
@@ -118,7 +119,7 @@ extension LoadTimeoutTests {
         }
         #expect(await recorder.waitForFinal()?.error?.code == .timedOut)
         let elapsed = try #require(ended.value).timeIntervalSince(started)
-        #expect(elapsed < 1.5, "a 0.1 s deadline ended the load after \(elapsed) s")
+        #expect(elapsed < 0.7, "a 0.1 s deadline ended the load after \(elapsed) s")
         rig.loader.releaseAll()
     }
 }
@@ -148,5 +149,75 @@ extension LoadTimeoutTests {
             #expect(end.timeIntervalSince(started) >= timeout - 0.001, "load \(index) ended early, seed \(seed)")
         }
         rig.loader.releaseAll()
+    }
+}
+
+extension LoadTimeoutTests {
+    @Test("a deadline removed before it is due never fires; the others fire, none early, in any order (seed printed)")
+    func removedDeadlinesNeverFire() async throws {
+        let seed = UInt64.random(in: 0...UInt64.max)
+        print("LoadTimeoutTests.removedDeadlinesNeverFire seed \(seed)")
+        var random = SplitMix64(seed: seed)
+        let timer = DeadlineTimer()
+        let started = Date()
+        let ends = Locked([Int: Date]())
+        let order = Locked([Int]())
+        var operations: [ImageLoadOperation] = []
+        var removed = Set<Int>()
+        var tokens: [DeadlineTimer.Token] = []
+        var timeouts: [Double] = []
+        for index in 0..<80 {
+            let operation = ImageLoadOperation(
+                url: nil, manager: nil, callbackQueue: .current, progress: nil,
+                completion: { _ in
+                    ends.withLock { $0[index] = $0[index] ?? Date() }
+                    order.withLock { $0.append(index) }
+                })
+            operations.append(operation)
+            // At least 0.1 s: every removal below happens long before the first deadline is due. Steps of 10 ms, far
+            // more than this loop takes: two deadlines are due in the order of their timeouts, then of scheduling.
+            timeouts.append(Double(Int.random(in: 10...30, using: &random)) / 100)
+            tokens.append(timer.schedule(operation, after: timeouts[index]))
+            // Removals at any point of the heap, interleaved with pushes: the index map must follow every move.
+            if Bool.random(using: &random) {
+                let victim = Int.random(in: 0...index, using: &random)
+                if removed.insert(victim).inserted { timer.remove(tokens[victim]) }
+            }
+        }
+        let kept = Set(0..<80).subtracting(removed)
+        #expect(await waitUntil { ends.value.count >= kept.count }, "seed \(seed)")
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(Set(ends.value.keys) == kept, "fired \(ends.value.keys.sorted()), seed \(seed)")
+        #expect(timer.count == 0, "seed \(seed)")
+        // One thread pops the heap: loads end in the order of their deadlines (each is its schedule time plus its
+        // timeout, and they were scheduled in index order).
+        let due = { (index: Int) in (timeouts[index], index) }
+        #expect(order.value == order.value.sorted { due($0) < due($1) }, "seed \(seed)")
+        for (index, end) in ends.value {
+            #expect(end.timeIntervalSince(started) >= timeouts[index] - 0.001, "load \(index) early, seed \(seed)")
+        }
+        withExtendedLifetime(operations) {}
+    }
+
+    @Test("a load that finishes before its deadline takes its entry out of the timer")
+    func aFinishedLoadLeavesNoDeadlineBehind() async throws {
+        let rig = Rig()
+        // Held, so every load is still running when its deadline is scheduled and ends later, by finishing.
+        rig.loader.hold()
+        let before = DeadlineTimer.shared.count
+        let recorders = (0..<200).map { _ in DeliveryRecorder() }
+        for (index, recorder) in recorders.enumerated() {
+            let url = testURL("finishes\(index)")
+            rig.serve(url)
+            rig.manager.loadImage(
+                with: url, context: rig.context([.loadTimeout: 600]), completed: recorder.handler)
+        }
+        #expect(DeadlineTimer.shared.count >= 200)
+        rig.loader.releaseAll()
+        for recorder in recorders { #expect(await recorder.waitForFinal()?.value != nil) }
+        // Other suites' loads may hold a few deadlines meanwhile (none of 600 s); 200 entries would stay without
+        // the removal.
+        let after = DeadlineTimer.shared.count
+        #expect(after < before + 50, "\(after) deadlines wait, \(before) before")
     }
 }

@@ -48,6 +48,8 @@ public final class ImageLoadOperation: PrioritizableOperation {
         var claims: [MissClaim] = []
         /// The priority set through ``priority``; nil until set (the load's options decide).
         var priority: ImageLoadPriority?
+        /// Its deadline's entry in ``DeadlineTimer``, removed when the load finishes first.
+        var deadline: DeadlineTimer.Token?
     }
 
     /// The URL being loaded (nil for an invalid request).
@@ -193,6 +195,17 @@ public final class ImageLoadOperation: PrioritizableOperation {
 
     func detachQuery() { state.withLock { $0.query = nil } }
 
+    /// Records the entry of the load's deadline, so that finishing removes it; a load already finished removes it
+    /// at once.
+    func attach(deadline: DeadlineTimer.Token) {
+        let finished = state.withLock { state -> Bool in
+            if state.finished { return true }
+            state.deadline = deadline
+            return false
+        }
+        if finished { DeadlineTimer.shared.remove(deadline) }
+    }
+
     /// Holds a query's miss until the load joins a job; a load that already finished ends it at once.
     func addClaim(_ claim: MissClaim) {
         let kept = state.withLock { state -> Bool in
@@ -233,11 +246,14 @@ public final class ImageLoadOperation: PrioritizableOperation {
     /// Delivers the final result, once. A cancelled load never delivers an image; a revalidation that found the
     /// cached copy current delivers the cached image with ``ImageResult/isNotModified``.
     func finish(_ result: Result<ImageResult, ImageError>) {
+        var deadline: DeadlineTimer.Token?
         let decided = state.withLock { state -> (Result<ImageResult, ImageError>, Bool, [MissClaim])? in
             guard !state.finished else { return nil }
             state.finished = true
             state.query = nil
             state.subscription = nil
+            deadline = state.deadline
+            state.deadline = nil
             let claims = state.claims
             state.claims = []
             var final = result
@@ -254,6 +270,7 @@ public final class ImageLoadOperation: PrioritizableOperation {
             return (final, Self.claim(&state, or: .result(final)), claims)
         }
         guard let (final, start, claims) = decided else { return }
+        if let deadline { DeadlineTimer.shared.remove(deadline) }
         // Misses not handed to a job: this load ends without fetching for them.
         for claim in claims { claim.end(.abandoned) }
         manager?.unregister(self)

@@ -136,7 +136,7 @@ extension ImageManager {
     /// ``DeadlineTimer``'s thread (a dispatch timer fired 6 s late while the process kept dispatch's threads busy).
     private static func expire(_ operation: ImageLoadOperation, after seconds: Double) {
         guard !seconds.isNaN else { return }
-        DeadlineTimer.shared.schedule(operation, after: seconds)
+        operation.attach(deadline: DeadlineTimer.shared.schedule(operation, after: seconds))
     }
 
     /// Loads the image at the URL string; a string that is not a URL fails with `invalidURL`.

@@ -36,7 +36,9 @@ public struct ImageContextOption: Hashable, Sendable, RawRepresentable, CustomSt
 /// "no value, and do not fill in the manager's default" — how a request turns off the manager's transformer.
 ///
 /// A built-in key set through the subscript with a value of another type than its accessor's is kept as given:
-/// the subscript returns it, the typed accessor returns nil.
+/// the subscript returns it, the typed accessor returns nil. Numbers are the exception: a numeric key takes any
+/// integer or floating-point value that converts exactly (`[.loadTimeout: 5]` is 5 seconds, though the literal is
+/// an `Int`), and holds it as its accessor's type.
 ///
 /// Copying a context is cheap (one reference); the first change to a shared copy copies its storage.
 public struct ImageContext: Sendable {

@@ -176,7 +176,7 @@ final class ContextStorage: @unchecked Sendable {
             guard let typed = Self.typed(value, as: CallbackQueue.self) else { return false }
             callbackQueue = typed
         case .imageScaleFactor:
-            guard let typed = Self.typed(value, as: Double.self) else { return false }
+            guard let typed = Self.number(value) else { return false }
             imageScaleFactor = typed
         case .imagePreserveAspectRatio:
             guard let typed = Self.typed(value, as: Bool.self) else { return false }
@@ -185,7 +185,7 @@ final class ContextStorage: @unchecked Sendable {
             guard let typed = Self.typed(value, as: PixelSize.self) else { return false }
             imageThumbnailPixelSize = typed
         case .imageScaleDownLimitBytes:
-            guard let typed = Self.typed(value, as: Int.self) else { return false }
+            guard let typed = Self.integer(value) else { return false }
             imageScaleDownLimitBytes = typed
         case .imageDecodeOptions:
             guard let typed = Self.typed(value, as: ImageDecodeOptions.self) else { return false }
@@ -233,7 +233,7 @@ final class ContextStorage: @unchecked Sendable {
             guard let typed = Self.typed(value, as: String.self) else { return false }
             cachePartitionKey = typed
         case .loadTimeout:
-            guard let typed = Self.typed(value, as: Double.self) else { return false }
+            guard let typed = Self.number(value) else { return false }
             if typed != nil || cold != nil { coldFields.loadTimeout = typed }
         }
         return true
@@ -244,6 +244,33 @@ final class ContextStorage: @unchecked Sendable {
         guard let value else { return .some(nil) }
         guard let typed = value as? T else { return nil }
         return .some(typed)
+    }
+
+    /// `value` as a `Double?` for a key whose accessor is `Double?`: any integer or floating-point number converts.
+    /// A dictionary of `any Sendable` keeps an integer literal an `Int`, so `[.loadTimeout: 5]` means 5 seconds
+    /// rather than a value of another type that the accessor (and the manager) would not see.
+    private static func number(_ value: (any Sendable)?) -> Double?? {
+        guard let value else { return .some(nil) }
+        switch value {
+        case let double as Double: return .some(double)
+        case let float as Float: return .some(Double(float))
+        case let integer as any BinaryInteger: return .some(Double(integer))
+        default: return nil
+        }
+    }
+
+    /// `value` as an `Int?` for a key whose accessor is `Int?`: any integer that fits, and a floating-point
+    /// number with no fraction that fits (`[.imageScaleDownLimitBytes: 4e6]`); other values are of another type.
+    private static func integer(_ value: (any Sendable)?) -> Int?? {
+        guard let value else { return .some(nil) }
+        let converted: Int? =
+            switch value {
+            case let integer as any BinaryInteger: Int(exactly: integer)
+            case let double as Double: Int(exactly: double)
+            case let float as Float: Int(exactly: float)
+            default: nil
+            }
+        return converted.map { .some($0) }
     }
 }
 

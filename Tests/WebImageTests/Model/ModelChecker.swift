@@ -53,10 +53,11 @@ final class ModelChecker: Sendable {
 
     /// True when the load may have put its URL on its manager's failed list: it failed with a universal verdict,
     /// or it was cancelled while its job may have reached one (its job's decode of truncated bytes, or a 404, goes
-    /// on when the load leaves).
+    /// on when the load leaves). A load ended by its own deadline left its job the same way, through the cancel path.
     func mayHaveBlocked(_ spec: LoadSpec, _ record: LoadRecord) -> Bool {
         guard case .failure(let error)? = record.summary.0 else { return false }
-        guard error.code == .cancelled else { return Self.isUniversalVerdict(error, of: spec) }
+        let expired = error.code == .timedOut && error.stage == .request && spec.context.loadTimeout != nil
+        guard error.code == .cancelled || expired else { return Self.isUniversalVerdict(error, of: spec) }
         let failures = world.origin.failures(of: spec.url)
         return
             (failures.contains(.truncated)

@@ -31,8 +31,9 @@ extension ContextSlot {
         case .downloadHeaderCheck: OptionTraits(.budget)
         case .cachePartitionKey:
             OptionTraits([.stored, .bytesFetched], key: .part("partition"), download: .field("partition"))
-        // It may end this load (`timedOut`), never what another load gets: the load leaves shared work as a cancel.
-        case .loadTimeout: OptionTraits(.budget)
+        // When this load ends (`timedOut`), never what it or another load gets from the bytes: the load leaves
+        // shared work as a cancel, and a `timedOut` never blocks its URL, so the verdicts of a failure stand.
+        case .loadTimeout: .scheduling
         }
     }
 }
