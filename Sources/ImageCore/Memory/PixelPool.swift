@@ -61,12 +61,15 @@ public final class PixelPool: Sendable {
         /// The block's address: a pointer is not `Sendable`, and the lock's state must be.
         let address: UInt
         var base: UnsafeMutableRawPointer { UnsafeMutableRawPointer(bitPattern: address)! }
-        init(base: UnsafeMutableRawPointer, released: UInt64) {
+        init(base: UnsafeMutableRawPointer, released: UInt64, sequence: UInt64) {
             address = UInt(bitPattern: base)
             self.released = released
+            self.sequence = sequence
         }
-        /// When it was released, in `DispatchTime` nanoseconds.
+        /// When it was released, in `DispatchTime` nanoseconds (for the idle trim).
         let released: UInt64
+        /// The order of its release among all of the pool's releases (two releases may share a clock reading).
+        let sequence: UInt64
     }
 
     private struct State: ~Copyable {
@@ -75,6 +78,7 @@ public final class PixelPool: Sendable {
         var byteLimit: Int
         var idleTrimNanoseconds: UInt64
         var trimScheduled = false
+        var releases: UInt64 = 0
         var statistics = Statistics(idleBytes: 0, idleBlocks: 0, liveBytes: 0, reused: 0, mapped: 0, unmapped: 0)
     }
 
@@ -120,7 +124,7 @@ public final class PixelPool: Sendable {
     /// Storage of at least `count` bytes: `capacity` is what ``release(_:capacity:)`` must be given back, and
     /// `zeroed` tells whether the bytes are known to be zero (a block fresh from the kernel).
     func allocate(_ count: Int) -> (base: UnsafeMutableRawPointer, capacity: Int, zeroed: Bool) {
-        guard count >= Self.minimumPooledSize else {
+        guard count >= Self.minimumPooledSize, !Self.underAddressSanitizer else {
             return (.allocate(byteCount: max(count, 1), alignment: 16), count, false)
         }
         guard let sizeClass = Self.sizeClass(for: count) else {
@@ -145,7 +149,7 @@ public final class PixelPool: Sendable {
 
     /// Gives back storage from ``allocate(_:)``: kept for reuse while the idle blocks fit the limit, else unmapped.
     func release(_ base: UnsafeMutableRawPointer, capacity: Int) {
-        guard capacity >= Self.minimumPooledSize else {
+        guard capacity >= Self.minimumPooledSize, !Self.underAddressSanitizer else {
             base.deallocate()
             return
         }
@@ -159,7 +163,9 @@ public final class PixelPool: Sendable {
                 state.statistics.unmapped += 1
                 return (false, false)
             }
-            state.free[sizeClass].append(IdleBlock(base: base, released: DispatchTime.now().uptimeNanoseconds))
+            state.releases += 1
+            state.free[sizeClass].append(
+                IdleBlock(base: base, released: DispatchTime.now().uptimeNanoseconds, sequence: state.releases))
             state.statistics.idleBytes += capacity
             state.statistics.idleBlocks += 1
             let schedule = !state.trimScheduled
@@ -207,10 +213,10 @@ public final class PixelPool: Sendable {
     private static func takeOldest(_ state: inout State, over limit: Int) -> [(UnsafeMutableRawPointer, Int)] {
         var taken: [(UnsafeMutableRawPointer, Int)] = []
         while state.statistics.idleBytes > limit {
-            var oldest: (sizeClass: Int, released: UInt64)?
+            var oldest: (sizeClass: Int, sequence: UInt64)?
             for sizeClass in state.free.indices {
                 guard let first = state.free[sizeClass].first else { continue }
-                if oldest == nil || first.released < oldest!.released { oldest = (sizeClass, first.released) }
+                if oldest == nil || first.sequence < oldest!.sequence { oldest = (sizeClass, first.sequence) }
             }
             guard let oldest else { break }
             let block = state.free[oldest.sizeClass].removeFirst()
@@ -222,6 +228,18 @@ public final class PixelPool: Sendable {
         }
         return taken
     }
+
+    /// True in a process with AddressSanitizer (its runtime defines `__asan_init`): every block then comes from
+    /// `malloc`, whose red zones ASan checks. Memory the pool maps itself has none, so a decoder writing past a
+    /// buffer would go unseen in the very runs meant to see it.
+    static let underAddressSanitizer: Bool = {
+        #if canImport(Glibc) || canImport(Musl)
+            // RTLD_DEFAULT (a null handle on glibc and musl): the global symbol scope of the process.
+            return dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__asan_init") != nil
+        #else
+            return false
+        #endif
+    }()
 
     // MARK: - Size classes and mappings
 

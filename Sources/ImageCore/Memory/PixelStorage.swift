@@ -1,3 +1,11 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// The bytes of one or more ``PixelBuffer`` values: a block from a ``PixelPool``, given back when the last buffer
 /// using it goes.
 ///
@@ -36,7 +44,7 @@ final class PixelStorage: @unchecked Sendable {
     /// Storage of `count` zero bytes.
     static func zeroed(count: Int) -> PixelStorage {
         let storage = PixelStorage(count: count)
-        if !storage.zeroed { storage.base.initializeMemory(as: UInt8.self, repeating: 0, count: count) }
+        if !storage.zeroed { memset(storage.base, 0, count) }
         return storage
     }
 

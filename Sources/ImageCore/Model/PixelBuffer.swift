@@ -43,7 +43,7 @@ public enum AlphaMode: Hashable, Sendable {
 /// to the pool for the next decode or resize. Read the pixels with ``withUnsafeBytes(_:)``, write them with
 /// ``withUnsafeMutableBytes(_:)`` (which copies first when the storage is shared), and make a buffer from pixels you
 /// produce with ``init(width:height:layout:alphaMode:bytesPerRow:initializingWith:)``, which writes straight into
-/// pooled storage. ``bytes`` is a copy, for tests and small images. `bytesPerRow` may exceed
+/// pooled storage. ``bytes`` is a read-only view of them. `bytesPerRow` may exceed
 /// `width * layout.bytesPerPixel` (row padding).
 ///
 /// Invariant (holds for every value, whoever built it): `width`, `height` ≥ 0, `bytesPerRow ≥ width ×
@@ -68,11 +68,12 @@ public struct PixelBuffer: Hashable, Sendable {
 
     private var storage: PixelStorage
 
-    /// A copy of the pixel bytes (``byteCount`` of them, at least `bytesPerRow * height`).
+    /// The pixel bytes (``byteCount`` of them, at least `bytesPerRow * height`), read-only and without a copy.
     ///
-    /// Allocates and copies on every read: for tests, small images and code that keeps an array. Pixel loops read
-    /// through ``withUnsafeBytes(_:)`` and write through ``withUnsafeMutableBytes(_:)``, which copy nothing.
-    public var bytes: [UInt8] { withUnsafeBytes { Array($0) } }
+    /// A collection over this buffer's storage as it is now: indexing is O(1), and a later write to the buffer
+    /// copies the storage first, so the bytes you hold never change. `Array(buffer.bytes)` makes an array. Write the
+    /// pixels through ``withUnsafeMutableBytes(_:)``; long loops read faster through ``withUnsafeBytes(_:)``.
+    public var bytes: PixelBytes { PixelBytes(storage) }
 
     /// A buffer over `storage`, whose geometry the caller (ImageCore) validated.
     init(
@@ -199,10 +200,10 @@ public struct PixelBuffer: Hashable, Sendable {
     /// The bytes of the pixel at `(x, y)`, as many as the layout has channels.
     ///
     /// - Precondition: the coordinate lies inside the buffer.
-    public func pixel(x: Int, y: Int) -> [UInt8] {
+    public func pixel(x: Int, y: Int) -> Slice<PixelBytes> {
         precondition(x >= 0 && x < width && y >= 0 && y < height, "pixel out of bounds")
         let start = y * bytesPerRow + x * layout.bytesPerPixel
-        return withUnsafeBytes { Array($0[start..<start + layout.bytesPerPixel]) }
+        return bytes[start..<start + layout.bytesPerPixel]
     }
 
     /// Runs `body` with read access to the pixel bytes (``byteCount`` of them). The pointer is valid only inside
