@@ -33,7 +33,8 @@ struct PixelPoolTests {
     /// order for the limit, and the counters the pool reports. Random allocations, releases, trims and limit
     /// changes on a private pool must agree with it step by step: which block is reused, whether fresh memory is
     /// zero, what is idle and what was unmapped.
-    @Test("a random sequence of allocations, releases, trims and limit changes matches a plain model (seed printed)",
+    @Test(
+        "a random sequence of allocations, releases, trims and limit changes matches a plain model (seed printed)",
         .disabled(if: PixelPool.underAddressSanitizer, "under ASan every block is malloc'd, nothing is pooled"))
     func matchesAPlainModel() {
         let seed = UInt64.random(in: 0...UInt64.max)
@@ -53,7 +54,8 @@ struct PixelPoolTests {
         var idle: [Int: [(address: UInt, order: Int, mark: UInt8?)]] = [:]
         var order = 0
         var byteLimit = limit
-        var expected = PixelPool.Statistics(idleBytes: 0, idleBlocks: 0, liveBytes: 0, reused: 0, mapped: 0, unmapped: 0)
+        var expected = PixelPool.Statistics(
+            idleBytes: 0, idleBlocks: 0, liveBytes: 0, reused: 0, mapped: 0, unmapped: 0)
         let sizes = [1_000, 70_000, 100 << 10, 300_000, 1 << 20, (1 << 20) + 1, 3 << 20]
         func dropOldest(over limit: Int) {
             while expected.idleBytes > limit {
@@ -124,7 +126,8 @@ struct PixelPoolTests {
         #expect(pool.statistics.liveBytes == 0, "seed \(seed)")
     }
 
-    @Test("idle blocks go back to the system after the idle delay; trim() drops them at once",
+    @Test(
+        "idle blocks go back to the system after the idle delay; trim() drops them at once",
         .disabled(if: PixelPool.underAddressSanitizer, "under ASan every block is malloc'd, nothing is pooled"))
     func idleBlocksAreTrimmed() async throws {
         let pool = PixelPool(byteLimit: 64 << 20, idleTrimDelay: .milliseconds(50))
@@ -142,7 +145,8 @@ struct PixelPoolTests {
         #expect(slow.statistics.idleBlocks == 0 && slow.statistics.unmapped == 1)
     }
 
-    @Test("threads allocating and releasing at once leave the counters balanced and never share a live block",
+    @Test(
+        "threads allocating and releasing at once leave the counters balanced and never share a live block",
         .disabled(if: PixelPool.underAddressSanitizer, "under ASan every block is malloc'd, nothing is pooled"))
     func concurrentUseStaysConsistent() async {
         let pool = PixelPool(byteLimit: 16 << 20, idleTrimDelay: .seconds(3600))
@@ -157,7 +161,8 @@ struct PixelPoolTests {
                 memset(block.base, Int32(mark), count)
                 // Another thread writing the same block would show here (first, middle and last byte: a block is
                 // given out whole or not at all).
-                for offset in [0, count / 2, count - 1] where block.base.load(fromByteOffset: offset, as: UInt8.self) != mark {
+                for offset in [0, count / 2, count - 1]
+                where block.base.load(fromByteOffset: offset, as: UInt8.self) != mark {
                     failures.withLock { $0 += 1 }
                 }
                 pool.release(block.base, capacity: block.capacity)

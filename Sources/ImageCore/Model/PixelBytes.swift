@@ -31,7 +31,8 @@ public struct PixelBytes: RandomAccessCollection, Sendable {
     }
 
     /// The same as ``withUnsafeBytes(_:)``, under `Array`'s name, so code written for `[UInt8]` reads these as well.
-    public func withUnsafeBufferPointer<R, E: Error>(_ body: (UnsafeBufferPointer<UInt8>) throws(E) -> R) throws(E) -> R {
+    public func withUnsafeBufferPointer<R, E: Error>(_ body: (UnsafeBufferPointer<UInt8>) throws(E) -> R) throws(E) -> R
+    {
         try withUnsafeBytes(body)
     }
 
