@@ -230,7 +230,7 @@ enum AVIFEncoder {
         if !alpha && pixels.layout == .rgb8 && pixels.bytesPerRow == pixels.width * 3 {
             rgb.format = AVIF_RGB_FORMAT_RGB
             rgb.rowBytes = UInt32(pixels.bytesPerRow)
-            pixels.bytes.withUnsafeBufferPointer { source in
+            pixels.withUnsafeBytes { source in
                 rgb.pixels = UnsafeMutablePointer(mutating: source.baseAddress)
                 status = avifImageRGBToYUV(image, &rgb)
                 rgb.pixels = nil
@@ -256,7 +256,7 @@ enum AVIFEncoder {
     static func hasTranslucentPixels(_ pixels: PixelBuffer) -> Bool {
         guard pixels.layout.hasAlpha else { return false }
         let step = pixels.layout.bytesPerPixel
-        return pixels.bytes.withUnsafeBufferPointer { bytes in
+        return pixels.withUnsafeBytes { bytes in
             for y in 0..<pixels.height {
                 var offset = y * pixels.bytesPerRow + step - 1
                 for _ in 0..<pixels.width {

@@ -162,10 +162,16 @@ final class AVIFIncrementalStep: IncrementalDecoderStep {
         var rect = avifCropRect(x: 0, y: 0, width: UInt32(width), height: UInt32(visible))
         guard avifImageSetViewRect(view, full, &rect) == AVIF_RESULT_OK else { return nil }
         let top = try AVIFPixels.convert(view, hasAlpha: decoder.pointee.alphaPresent != AVIF_FALSE)
-        var bytes = [UInt8](repeating: 0, count: width * height * top.layout.bytesPerPixel)
-        bytes.replaceSubrange(0..<top.bytes.count, with: top.bytes)
-        var pixels = PixelBuffer(
-            width: width, height: height, layout: top.layout, alphaMode: top.alphaMode, bytes: bytes)
+        // The rows decoded so far on top, the rest zero (transparent, or black).
+        var pixels = PixelBuffer(width: width, height: height, layout: top.layout, alphaMode: top.alphaMode) {
+            (out: UnsafeMutableBufferPointer<UInt8>) in
+            let copied = top.withUnsafeBytes { source in
+                let count = min(source.count, out.count)
+                out.baseAddress!.update(from: source.baseAddress!, count: count)
+                return count
+            }
+            out.baseAddress!.advanced(by: copied).update(repeating: 0, count: out.count - copied)
+        }
         let transforms = AVIFTransforms(full)
         if options.applyOrientation && !transforms.isIdentity { pixels = transforms.apply(to: pixels) }
         let target = options.targetSize(forSourceWidth: pixels.width, height: pixels.height)

@@ -24,19 +24,19 @@ enum AVIFPixels {
         let channels = alpha ? 4 : 3
         let rowBytes = width * channels
         rgb.rowBytes = UInt32(rowBytes)
-        var status = AVIF_RESULT_OK
-        let bytes = [UInt8](unsafeUninitializedCapacity: rowBytes * height) { buffer, initialized in
-            rgb.pixels = buffer.baseAddress
-            status = avifImageYUVToRGB(image, &rgb)
-            rgb.pixels = nil
-            initialized = status == AVIF_RESULT_OK ? rowBytes * height : 0
-        }
-        guard status == AVIF_RESULT_OK else {
-            throw AVIFStatus.decode(status, diagnostics: "", "cannot convert the AVIF frame to RGB")
-        }
         let mode: AlphaMode? = alpha ? (premultiplied ? .premultiplied : .straight) : nil
-        let pixels = PixelBuffer(
-            width: width, height: height, layout: alpha ? .rgba8 : .rgb8, alphaMode: mode, bytes: bytes)
+        // Straight into pooled storage: libavif writes every row or fails, and a failure makes no buffer.
+        let pixels = try PixelBuffer(
+            validatingWidth: width, height: height, layout: alpha ? .rgba8 : .rgb8, alphaMode: mode,
+            bytesPerRow: rowBytes
+        ) { (buffer) throws(ImageError) in
+            rgb.pixels = buffer.baseAddress
+            let status = avifImageYUVToRGB(image, &rgb)
+            rgb.pixels = nil
+            guard status == AVIF_RESULT_OK else {
+                throw AVIFStatus.decode(status, diagnostics: "", "cannot convert the AVIF frame to RGB")
+            }
+        }
         return image.pointee.yuvFormat == AVIF_PIXEL_FORMAT_YUV400 ? gray(pixels) : pixels
     }
 
@@ -46,17 +46,16 @@ enum AVIFPixels {
         let inStep = alpha ? 4 : 3
         let outStep = alpha ? 2 : 1
         let count = source.width * source.height
-        let bytes = [UInt8](unsafeUninitializedCapacity: count * outStep) { out, initialized in
-            source.bytes.withUnsafeBufferPointer { src in
+        return PixelBuffer(
+            width: source.width, height: source.height, layout: alpha ? .grayAlpha8 : .gray8,
+            alphaMode: source.alphaMode
+        ) { (out: UnsafeMutableBufferPointer<UInt8>) in
+            source.withUnsafeBytes { src in
                 for i in 0..<count {
                     out[i * outStep] = src[i * inStep]
                     if alpha { out[i * outStep + 1] = src[i * inStep + 3] }
                 }
             }
-            initialized = count * outStep
         }
-        return PixelBuffer(
-            width: source.width, height: source.height, layout: alpha ? .grayAlpha8 : .gray8,
-            alphaMode: source.alphaMode, bytes: bytes)
     }
 }

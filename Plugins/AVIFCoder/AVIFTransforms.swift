@@ -95,9 +95,11 @@ struct AVIFTransforms: Equatable, Sendable {
         let rowBytes = width * bpp
         var bytes = [UInt8]()
         bytes.reserveCapacity(rowBytes * height)
-        for row in y..<(y + height) {
-            let start = row * source.bytesPerRow + x * bpp
-            bytes.append(contentsOf: source.bytes[start..<start + rowBytes])
+        source.withUnsafeBytes { all in
+            for row in y..<(y + height) {
+                let start = row * source.bytesPerRow + x * bpp
+                bytes.append(contentsOf: all[start..<start + rowBytes])
+            }
         }
         return PixelBuffer(
             width: width, height: height, layout: source.layout, alphaMode: source.alphaMode, bytes: bytes)

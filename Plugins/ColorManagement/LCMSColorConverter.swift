@@ -70,17 +70,18 @@ public final class LCMSColorConverter: ColorConverter, Sendable {
             return source
         }
         let rowBytes = source.width * source.layout.bytesPerPixel
-        let bytes = [UInt8](unsafeUninitializedCapacity: rowBytes * source.height) { out, initialized in
-            source.bytes.withUnsafeBytes { input in
-                transform.run(
-                    input.baseAddress!, inputStride: source.bytesPerRow, out.baseAddress!, outputStride: rowBytes,
-                    width: source.width, height: source.height)
-            }
-            initialized = rowBytes * source.height
-        }
-        return try PixelBuffer(
+        // Straight into pooled storage: the transform writes every row.
+        return PixelBuffer(
             width: source.width, height: source.height, layout: source.layout,
-            alphaMode: source.layout.hasAlpha ? .straight : nil, validating: bytes)
+            alphaMode: source.layout.hasAlpha ? .straight : nil, bytesPerRow: rowBytes
+        ) { (out: UnsafeMutableBufferPointer<UInt8>) in
+            source.withUnsafeBytes { input in
+                transform.run(
+                    UnsafeRawPointer(input.baseAddress!), inputStride: source.bytesPerRow,
+                    UnsafeMutableRawPointer(out.baseAddress!), outputStride: rowBytes, width: source.width,
+                    height: source.height)
+            }
+        }
     }
 
     /// Converts raw samples to 8-bit sRGB (`rgb8`/`rgba8` for RGB and CMYK, `gray8`/`grayAlpha8` for gray).

@@ -7,7 +7,7 @@ enum Premultiplication {
         let bpp = pixels.layout.bytesPerPixel
         let rowBytes = pixels.width * bpp
         var bytes = [UInt8](repeating: 0, count: rowBytes * pixels.height)
-        pixels.bytes.withUnsafeBufferPointer { src in
+        pixels.withUnsafeBytes { src in
             bytes.withUnsafeMutableBufferPointer { dst in
                 for y in 0..<pixels.height {
                     for x in 0..<pixels.width {

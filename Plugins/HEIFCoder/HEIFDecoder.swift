@@ -174,7 +174,7 @@ enum HEIFDecoder {
         let outStep = alpha ? 2 : 1
         let count = source.width * source.height
         let bytes = [UInt8](unsafeUninitializedCapacity: count * outStep) { out, initialized in
-            source.bytes.withUnsafeBufferPointer { src in
+            source.withUnsafeBytes { src in
                 for i in 0..<count {
                     out[i * outStep] = src[i * inStep]
                     if alpha { out[i * outStep + 1] = src[i * inStep + 3] }

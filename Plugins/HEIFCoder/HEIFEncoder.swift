@@ -161,7 +161,7 @@ enum HEIFEncoder {
 
     /// Tightly packed RGB of an opaque buffer (gray expanded).
     private static func rgbBytes(_ pixels: PixelBuffer) -> [UInt8] {
-        if pixels.layout == .rgb8, pixels.bytesPerRow == pixels.width * 3 { return pixels.bytes }
+        if pixels.layout == .rgb8, pixels.bytesPerRow == pixels.width * 3 { return Array(pixels.bytes) }
         let rgba = pixels.straightRGBABytes()
         var rgb = [UInt8](repeating: 0, count: pixels.width * pixels.height * 3)
         for i in 0..<pixels.width * pixels.height {

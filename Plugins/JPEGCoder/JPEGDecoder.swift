@@ -112,22 +112,35 @@ enum JPEGDecoder {
             throw ImageError(.imageTooLarge, stage: .decode, message: "JPEG: \(width)x\(height) overflows memory")
         }
         let base = bytes.baseAddress!.assumingMemoryBound(to: UInt8.self)
-        var failure: ImageError?
         var warned = false
-        let raw = [UInt8](unsafeUninitializedCapacity: total) { buffer, initialized in
+        /// Decompresses into `buffer` (exactly `total` bytes).
+        func run(into buffer: UnsafeMutableBufferPointer<UInt8>) throws(ImageError) {
             let status = tjDecompress2(
                 tj.handle, base, UInt(bytes.count), buffer.baseAddress, Int32(width), Int32(rowBytes),
                 Int32(height), Int32(format.rawValue), decodeFlags)
-            if status == 0 || tj.lastFailureWasWarning {
-                warned = status != 0
+            guard status == 0 || tj.lastFailureWasWarning else { throw tj.error(stage: .decode) }
+            warned = status != 0
+        }
+        guard header.isCMYK else {
+            // Straight into pooled storage: libjpeg writes every row (a warned, cut-short scan included: it pads
+            // the missing data), so no byte of an earlier buffer stays.
+            let layout: PixelLayout = header.isGray ? .gray8 : .rgb8
+            let pixels = try PixelBuffer(
+                validatingWidth: width, height: height, layout: layout, bytesPerRow: rowBytes, initializingWith: run)
+            return (pixels, warned)
+        }
+        var failure: ImageError?
+        let raw = [UInt8](unsafeUninitializedCapacity: total) { buffer, initialized in
+            do throws(ImageError) {
+                try run(into: buffer)
                 initialized = total
-            } else {
-                failure = tj.error(stage: .decode)
+            } catch {
+                failure = error
                 initialized = 0
             }
         }
         if let failure { throw failure }
-        if header.isCMYK, let cmyk {
+        if let cmyk {
             let samples = try ColorSamples(
                 width: width, height: height, model: .cmyk, bitsPerSample: 8, isInverted: adobe, bytes: raw)
             do {
@@ -136,12 +149,8 @@ enum JPEGDecoder {
                 throw ImageError.wrap(error, as: .badImageData, stage: .decode)
             }
         }
-        if header.isCMYK {
-            let rgb = cmykToRGB(raw, count: width * height, adobe: adobe)
-            return (try PixelBuffer(width: width, height: height, layout: .rgb8, validating: rgb), warned)
-        }
-        let layout: PixelLayout = header.isGray ? .gray8 : .rgb8
-        return (try PixelBuffer(width: width, height: height, layout: layout, validating: raw), warned)
+        let rgb = cmykToRGB(raw, count: width * height, adobe: adobe)
+        return (try PixelBuffer(width: width, height: height, layout: .rgb8, validating: rgb), warned)
     }
 
     /// Converts CMYK (as libjpeg outputs it; Adobe files store it inverted) to RGB.

@@ -116,7 +116,7 @@ enum JPEGEncoder {
         var size: UInt = 0
         defer { if let output { tjFree(output) } }
         let format = pixels.layout == .gray8 ? TJPF_GRAY : TJPF_RGB
-        let status = pixels.bytes.withUnsafeBufferPointer { src in
+        let status = pixels.withUnsafeBytes { src in
             tjCompress2(
                 tj.handle, src.baseAddress, Int32(pixels.width), Int32(pixels.bytesPerRow), Int32(pixels.height),
                 Int32(format.rawValue), &output, &size, Int32(subsampling.rawValue), Int32(quality), flags)
@@ -143,7 +143,7 @@ enum JPEGEncoder {
         let back = outChannels == 1 ? [gray] : [Int(background.red), Int(background.green), Int(background.blue)]
         let rowBytes = source.width * outChannels
         let bytes = [UInt8](unsafeUninitializedCapacity: rowBytes * source.height) { out, initialized in
-            source.bytes.withUnsafeBufferPointer { src in
+            source.withUnsafeBytes { src in
                 for y in 0..<source.height {
                     for x in 0..<source.width {
                         let s = y * source.bytesPerRow + x * channels

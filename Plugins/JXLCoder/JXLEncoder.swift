@@ -251,13 +251,16 @@ enum JXLEncoder {
     private static func straightGrayAlpha(_ pixels: PixelBuffer) -> PixelBuffer {
         guard pixels.alphaMode == .premultiplied else { return pixels }
         var bytes = [UInt8](repeating: 0, count: pixels.width * pixels.height * 2)
-        for y in 0..<pixels.height {
-            for x in 0..<pixels.width {
-                let s = y * pixels.bytesPerRow + x * 2
-                let alpha = Int(pixels.bytes[s + 1])
-                let gray = Int(pixels.bytes[s])
-                bytes[(y * pixels.width + x) * 2] = alpha == 0 ? 0 : UInt8(min(255, (gray * 255 + alpha / 2) / alpha))
-                bytes[(y * pixels.width + x) * 2 + 1] = UInt8(alpha)
+        pixels.withUnsafeBytes { source in
+            for y in 0..<pixels.height {
+                for x in 0..<pixels.width {
+                    let s = y * pixels.bytesPerRow + x * 2
+                    let alpha = Int(source[s + 1])
+                    let gray = Int(source[s])
+                    bytes[(y * pixels.width + x) * 2] =
+                        alpha == 0 ? 0 : UInt8(min(255, (gray * 255 + alpha / 2) / alpha))
+                    bytes[(y * pixels.width + x) * 2 + 1] = UInt8(alpha)
+                }
             }
         }
         return PixelBuffer(
@@ -267,12 +270,14 @@ enum JXLEncoder {
     /// The pixel bytes without row padding, as libjxl reads them.
     private static func tight(_ pixels: PixelBuffer) -> [UInt8] {
         let row = pixels.width * pixels.layout.bytesPerPixel
-        if pixels.bytesPerRow == row && pixels.bytes.count == row * pixels.height { return pixels.bytes }
-        var out: [UInt8] = []
-        out.reserveCapacity(row * pixels.height)
-        for y in 0..<pixels.height {
-            out.append(contentsOf: pixels.bytes[y * pixels.bytesPerRow..<y * pixels.bytesPerRow + row])
+        return pixels.withUnsafeBytes { source in
+            if pixels.bytesPerRow == row && source.count == row * pixels.height { return Array(source) }
+            var out: [UInt8] = []
+            out.reserveCapacity(row * pixels.height)
+            for y in 0..<pixels.height {
+                out.append(contentsOf: source[y * pixels.bytesPerRow..<y * pixels.bytesPerRow + row])
+            }
+            return out
         }
-        return out
     }
 }

@@ -78,7 +78,7 @@ final class APNGCompositor {
             guard pixels.layout == .rgba8, pixels.width == frame.width, pixels.height == frame.height,
                 pixels.bytesPerRow == frame.width * 4
             else { throw APNGStructure.damaged("frame \(index) decoded to an unexpected layout") }
-            return pixels.bytes
+            return Array(pixels.bytes)
         } catch {
             let cause = ImageError.wrap(error, as: .badImageData, stage: .decode)
             throw ImageError(

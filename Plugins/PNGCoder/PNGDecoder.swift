@@ -98,24 +98,18 @@ enum PNGDecoder {
         image.format = hasAlpha ? (formatFlagColor | formatFlagAlpha) : (isColor ? formatFlagColor : 0)
         image.flags |= imageFlag16BitSRGB
         let rowBytes = width * layout.bytesPerPixel
-        let (total, overflow) = rowBytes.multipliedReportingOverflow(by: height)
+        let (_, overflow) = rowBytes.multipliedReportingOverflow(by: height)
         guard !overflow, rowBytes <= Int(Int32.max) else {
             throw ImageError(.imageTooLarge, stage: .decode, message: "PNG: \(width)x\(height) overflows memory")
         }
-        var failure: String?
-        let pixels = [UInt8](unsafeUninitializedCapacity: total) { buffer, initialized in
-            if png_image_finish_read(&image, nil, buffer.baseAddress, Int32(rowBytes), nil) != 0 {
-                initialized = total
-            } else {
-                failure = message(of: &image)
-                initialized = 0
+        // Straight into pooled storage: libpng either writes every row or fails, and a failure makes no buffer.
+        return try PixelBuffer(
+            validatingWidth: width, height: height, layout: layout, alphaMode: .straight, bytesPerRow: rowBytes
+        ) { (buffer) throws(ImageError) in
+            guard png_image_finish_read(&image, nil, buffer.baseAddress, Int32(rowBytes), nil) != 0 else {
+                throw PNGStatus.error(status: Int32(PNGSHIM_ERROR), message: message(of: &image), stage: .decode)
             }
         }
-        if let failure {
-            throw PNGStatus.error(status: Int32(PNGSHIM_ERROR), message: failure, stage: .decode)
-        }
-        return try PixelBuffer(
-            width: width, height: height, layout: layout, alphaMode: .straight, validating: pixels)
     }
 
     /// Decodes the whole stream with the shim's libpng reader (regular API, setjmp inside the shim).

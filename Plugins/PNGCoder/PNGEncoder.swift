@@ -54,7 +54,7 @@ enum PNGEncoder {
         var out = pngshim_buffer()
         defer { pngshim_buffer_free(&out) }
         var message = [CChar](repeating: 0, count: 256)
-        let status = pixels.bytes.withUnsafeBufferPointer { src in
+        let status = pixels.withUnsafeBytes { src in
             pngshim_fast_encode(
                 src.baseAddress, UInt32(pixels.width), UInt32(pixels.height), pixels.bytesPerRow,
                 Int32(pixels.layout.bytesPerPixel), level, filter, &out, &message, message.count)
@@ -87,7 +87,7 @@ enum PNGEncoder {
         var out = pngshim_buffer()
         defer { pngshim_buffer_free(&out) }
         var message = [CChar](repeating: 0, count: 256)
-        let status = pixels.bytes.withUnsafeBufferPointer { src in
+        let status = pixels.withUnsafeBytes { src in
             icc.withUnsafeBufferPointer { profile in
                 pngshim_encode(
                     src.baseAddress, UInt32(pixels.width), UInt32(pixels.height), pixels.bytesPerRow, colorType,
@@ -116,7 +116,7 @@ enum PNGEncoder {
         let channels = source.layout.bytesPerPixel
         let rowBytes = source.width * channels
         var bytes = [UInt8](repeating: 0, count: rowBytes * source.height)
-        source.bytes.withUnsafeBufferPointer { src in
+        source.withUnsafeBytes { src in
             bytes.withUnsafeMutableBufferPointer { dst in
                 for y in 0..<source.height {
                     for x in 0..<source.width {

@@ -37,7 +37,6 @@ enum WebPStillDecoder {
     static func decode(_ bytes: WebPBytes, header: WebPHeader, target: PixelSize) throws(ImageError) -> PixelBuffer {
         let layout = layout(for: header)
         let rowBytes = target.width * layout.bytesPerPixel
-        var pixels = [UInt8](repeating: 0, count: rowBytes * target.height)
         var config = WebPDecoderConfig()
         guard WebPInitDecoderConfig(&config) != 0 else {
             throw WebPErrors.decode(VP8_STATUS_INVALID_PARAM, "libwebp version mismatch")
@@ -50,18 +49,18 @@ enum WebPStillDecoder {
         }
         config.output.colorspace = header.hasAlpha ? MODE_RGBA : MODE_RGB
         config.output.is_external_memory = 1
-        let status = pixels.withUnsafeMutableBufferPointer { out -> VP8StatusCode in
+        // Straight into pooled storage: WebPDecode either writes every row or fails, and a failure makes no buffer.
+        return try PixelBuffer(
+            validatingWidth: target.width, height: target.height, layout: layout,
+            alphaMode: header.hasAlpha ? .straight : nil, bytesPerRow: rowBytes
+        ) { (out) throws(ImageError) in
             config.output.u.RGBA.rgba = out.baseAddress
             config.output.u.RGBA.stride = Int32(rowBytes)
             config.output.u.RGBA.size = out.count
             let input = bytes.webpData
             let status = WebPDecode(input.bytes, input.size, &config)
             WebPFreeDecBuffer(&config.output)  // external memory: releases nothing of ours, kept for symmetry
-            return status
+            guard status == VP8_STATUS_OK else { throw WebPErrors.decode(status, "cannot decode WebP") }
         }
-        guard status == VP8_STATUS_OK else { throw WebPErrors.decode(status, "cannot decode WebP") }
-        return try PixelBuffer(
-            width: target.width, height: target.height, layout: layout, alphaMode: header.hasAlpha ? .straight : nil,
-            validating: pixels)
     }
 }

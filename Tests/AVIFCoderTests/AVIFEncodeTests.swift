@@ -40,7 +40,7 @@ struct AVIFEncodeTests {
 
     @Test func premultipliedInputIsWrittenStraight() throws {
         let straight = rgbaImage(width: 16, height: 16, alpha: true).pixels
-        var premultiplied = straight.bytes
+        var premultiplied = Array(straight.bytes)
         for i in stride(from: 0, to: premultiplied.count, by: 4) {
             let alpha = Int(premultiplied[i + 3])
             for c in 0..<3 { premultiplied[i + c] = UInt8((Int(premultiplied[i + c]) * alpha + 127) / 255) }

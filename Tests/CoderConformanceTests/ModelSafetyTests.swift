@@ -34,14 +34,23 @@ import Testing
     }
 
     /// `bytes` used to be a plain `var`: `buffer.bytes = []` left a 3x2 buffer with no storage, and every reader
-    /// indexing by geometry went out of bounds. Shrinking is now undone by zero padding.
-    @Test func shrinkingTheStorageCannotBreakTheGeometry() {
-        var buffer = PixelBuffer(width: 3, height: 2, layout: .rgba8, bytes: [UInt8](repeating: 9, count: 24))
-        buffer.bytes = []
-        #expect(buffer.byteCount == 24 && buffer.pixel(x: 2, y: 1) == [0, 0, 0, 0])
-        buffer.bytes[5] = 7
-        buffer.bytes.removeLast(10)
+    /// indexing by geometry went out of bounds. It is now a copy (get-only), and the storage's length is fixed: a
+    /// write goes through `withUnsafeMutableBytes`, whose buffer cannot change its count, and a write to a shared
+    /// buffer copies first, so the other value keeps its pixels.
+    @Test func writesCannotBreakTheGeometryOrReachAnotherValue() {
+        let original = PixelBuffer(width: 3, height: 2, layout: .rgba8, bytes: [UInt8](repeating: 9, count: 24))
+        var buffer = original
+        #expect(buffer.sharesStorage(with: original))
+        buffer.withUnsafeMutableBytes { bytes in
+            #expect(bytes.count == 24)
+            bytes[5] = 7
+        }
+        #expect(!buffer.sharesStorage(with: original))
         #expect(buffer.byteCount == 24 && buffer.bytes[5] == 7)
+        #expect(original.bytes == [UInt8](repeating: 9, count: 24))
+        var copy = Array(buffer.bytes)
+        copy[0] = 1
+        #expect(buffer.bytes[0] == 9, "bytes is a copy")
         let image = Image(pixels: buffer)
         #expect(image.pixels.straightRGBABytes().count == 24)
     }

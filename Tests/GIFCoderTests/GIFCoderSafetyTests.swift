@@ -120,7 +120,7 @@ import Testing
         let results = Locked<[Int: [UInt8]]>([:])
         DispatchQueue.concurrentPerform(iterations: 20) { i in
             let index = (i * 3) % 5
-            if let frame = try? lazy.frame(at: index) { results.withLock { $0[i] = frame.pixels.bytes } }
+            if let frame = try? lazy.frame(at: index) { results.withLock { $0[i] = Array(frame.pixels.bytes) } }
         }
         #expect(results.value.count == 20)
         for (i, bytes) in results.value { #expect(bytes == pixels[(i * 3) % 5]) }

@@ -91,7 +91,9 @@ import Testing
     @Test func orientationAppliedByDefaultAndKeptOnRequest() throws {
         // 40x20 stored, bright block in the stored top-left corner, EXIF 6 (display = rotate 90° clockwise).
         var pixels = PixelBuffer(width: 40, height: 20, layout: .rgb8)
-        for y in 0..<8 { for x in 0..<8 { for c in 0..<3 { pixels.bytes[(y * 40 + x) * 3 + c] = 255 } } }
+        pixels.withUnsafeMutableBytes { bytes in
+            for y in 0..<8 { for x in 0..<8 { for c in 0..<3 { bytes[(y * 40 + x) * 3 + c] = 255 } } }
+        }
         let data = try Self.jpeg(pixels, metadata: ImageMetadata(orientation: .right))
         let shown = try JPEGCoder.shared.decode(data, options: ImageDecodeOptions())
         #expect(shown.width == 20 && shown.height == 40)
@@ -118,7 +120,7 @@ import Testing
         ]
         for orientation in ImageOrientation.allCases {
             let out = source.oriented(orientation)
-            #expect(out.bytes == expected[orientation], "\(orientation)")
+            #expect(Array(out.bytes) == expected[orientation], "\(orientation)")
             #expect(out.width == (orientation.swapsDimensions ? 2 : 3))
         }
     }

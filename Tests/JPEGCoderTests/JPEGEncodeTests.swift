@@ -41,7 +41,9 @@ import Testing
 
     @Test func alphaIsCompositedOverBackground() throws {
         var rgba = PixelBuffer(width: 16, height: 16, layout: .rgba8)
-        for i in 0..<(16 * 8) { rgba.bytes[i * 4 + 1] = 255; rgba.bytes[i * 4 + 3] = 255 }  // top half opaque green
+        rgba.withUnsafeMutableBytes { bytes in
+            for i in 0..<(16 * 8) { bytes[i * 4 + 1] = 255; bytes[i * 4 + 3] = 255 }  // top half opaque green
+        }
         let data = try JPEGCoder.shared.encode(
             Image(pixels: rgba), as: .jpeg,
             options: ImageEncodeOptions(

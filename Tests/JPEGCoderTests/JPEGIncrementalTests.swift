@@ -23,9 +23,11 @@ import Testing
     func finalEqualsFullDecode(progressive: Bool) throws {
         var state: UInt32 = 11
         var pixels = JPEGSamples.gradient(width: 320, height: 240)
-        for i in pixels.bytes.indices where i % 5 == 0 {  // texture so the file has some size
-            state = state &* 1_664_525 &+ 1_013_904_223
-            pixels.bytes[i] = UInt8(truncatingIfNeeded: state >> 24)
+        pixels.withUnsafeMutableBytes { bytes in
+            for i in bytes.indices where i % 5 == 0 {  // texture so the file has some size
+                state = state &* 1_664_525 &+ 1_013_904_223
+                bytes[i] = UInt8(truncatingIfNeeded: state >> 24)
+            }
         }
         let data = try JPEGCoder.shared.encode(
             Image(pixels: pixels), as: .jpeg, options: ImageEncodeOptions(quality: 0.9, progressive: progressive))

@@ -97,7 +97,7 @@ import Testing
 
     @Test func premultipliedPixelsAreWrittenStraight() throws {
         let straight = Self.pixels(.rgba8)
-        var bytes = straight.bytes
+        var bytes = Array(straight.bytes)
         for i in stride(from: 0, to: bytes.count, by: 4) {
             for c in 0..<3 { bytes[i + c] = UInt8((Int(bytes[i + c]) * Int(bytes[i + 3]) + 127) / 255) }
         }

@@ -113,7 +113,7 @@ import WebPCoder
         #expect(first.frameCount == 1 && first.memoryCost == frameBytes)
         let results = Locked<[Int: [UInt8]]>([:])
         DispatchQueue.concurrentPerform(iterations: 20) { i in
-            if let frame = try? lazy.frame(at: (i * 3) % 5) { results.withLock { $0[i] = frame.pixels.bytes } }
+            if let frame = try? lazy.frame(at: (i * 3) % 5) { results.withLock { $0[i] = Array(frame.pixels.bytes) } }
         }
         #expect(results.value.count == 20)
         for (i, bytes) in results.value { #expect(bytes == pixels[(i * 3) % 5]) }

@@ -77,7 +77,7 @@ func psnr(_ a: [UInt8], _ aChannels: Int, _ b: [UInt8], _ bChannels: Int, pixels
                 makeRGBAImage(width: 96, height: 64, frames: [rgba]), as: .webp,
                 options: ImageEncodeOptions(effort: effort))
             let decoded = try coder.decode(data, options: .init())
-            let value = psnr(rgba, 4, decoded.pixels.bytes, decoded.pixels.layout.bytesPerPixel, pixels: 96 * 64)
+            let value = psnr(rgba, 4, Array(decoded.pixels.bytes), decoded.pixels.layout.bytesPerPixel, pixels: 96 * 64)
             #expect(value > 30, "PSNR \(value) dB at effort \(effort)")
         }
     }

@@ -48,7 +48,7 @@ public struct BlurTransformer: Transformer {
         // Row pass: bytes → premultiplied floats → 3 box passes → UInt16 fixed point (value × 256).
         let intermediate = [UInt16](unsafeUninitializedCapacity: w * h * 4) { buffer, initialized in
             let mid = buffer.baseAddress!
-            pixels.bytes.withUnsafeBufferPointer { bytes in
+            pixels.withUnsafeBytes { bytes in
                 let src = bytes.baseAddress!
                 Parallel.forEachStripe(count: h, costPerItem: w * 4) { rows in
                     let a = UnsafeMutablePointer<SIMD4<Float>>.allocate(capacity: w)

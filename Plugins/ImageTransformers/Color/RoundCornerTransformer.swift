@@ -97,7 +97,7 @@ public struct RoundCornerTransformer: Transformer {
         let paint = borderColor.premultiplied
         // Pixels farther than this from every edge are fully inside both shapes.
         let margin = Int((outer.maxRadius + border).rounded(.up)) + 1
-        return pixels.bytes.withUnsafeBufferPointer { bytes in
+        return pixels.withUnsafeBytes { bytes in
             let src = bytes.baseAddress!
             return PixelStorage.make(width: w, height: h, layout: layout, alphaMode: alphaMode) { out in
                 let rowBytes = w * layout.bytesPerPixel

@@ -46,7 +46,7 @@ public struct TintTransformer: Transformer {
         let keep = 1 - f
         // Tint colour per unit of alpha: premultiplied contribution is tint · (a / 255) · f.
         let paint = SIMD4<Float>(Float(color.red), Float(color.green), Float(color.blue), 0) * (f / 255)
-        return pixels.bytes.withUnsafeBufferPointer { bytes in
+        return pixels.withUnsafeBytes { bytes in
             let src = bytes.baseAddress!
             return PixelStorage.make(width: w, height: h, layout: layout, alphaMode: alphaMode) { out in
                 let rowBytes = w * layout.bytesPerPixel

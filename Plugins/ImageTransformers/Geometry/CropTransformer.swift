@@ -58,8 +58,8 @@ public struct CropTransformer: Transformer {
         if rect.width == pixels.width && rect.height == pixels.height { return pixels }
         let bpp = pixels.layout.bytesPerPixel
         let rowBytes = rect.width * bpp
-        return pixels.bytes.withUnsafeBytes { raw in
-            let src = raw.baseAddress!
+        return pixels.withUnsafeBytes { typed in
+            let src = UnsafeRawPointer(typed.baseAddress!)
             return PixelStorage.make(
                 width: rect.width, height: rect.height, layout: pixels.layout, alphaMode: pixels.alphaMode
             ) { out in

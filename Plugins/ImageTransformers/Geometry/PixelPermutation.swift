@@ -30,8 +30,8 @@ enum PixelPermutation {
         let bpp = MemoryLayout<W>.size
         let srcRow = pixels.bytesPerRow
         let dstRow = outW * bpp
-        return pixels.bytes.withUnsafeBytes { raw in
-            let src = raw.baseAddress!
+        return pixels.withUnsafeBytes { typed in
+            let src = UnsafeRawPointer(typed.baseAddress!)
             return PixelStorage.make(
                 width: outW, height: outH, layout: pixels.layout, alphaMode: pixels.alphaMode
             ) { out in

@@ -83,7 +83,7 @@ public struct RotateTransformer: Transformer {
         // Source point of output pixel centre (x + ½, y + ½): rotate by -θ about the centres.
         let ocx = Double(outW) / 2
         let ocy = Double(outH) / 2
-        return pixels.bytes.withUnsafeBufferPointer { bytes in
+        return pixels.withUnsafeBytes { bytes in
             let src = bytes.baseAddress!
             return PixelStorage.make(width: outW, height: outH, layout: layout, alphaMode: alphaMode) { out in
                 let rowBytes = outW * layout.bytesPerPixel

@@ -85,7 +85,7 @@ public struct ResizeTransformer: Transformer {
         if plan.isIdentity(width: pixels.width, height: pixels.height) { return pixels }
         let kx = Self.boxFactor(scale: plan.spanX / Double(plan.outputWidth), filter: filter)
         let ky = Self.boxFactor(scale: plan.spanY / Double(plan.outputHeight), filter: filter)
-        return pixels.bytes.withUnsafeBufferPointer { bytes in
+        return pixels.withUnsafeBytes { bytes in
             let source = ResampleSource(
                 base: bytes.baseAddress!, bytesPerRow: pixels.bytesPerRow, width: pixels.width,
                 height: pixels.height, codec: RowCodec(pixels), kx: kx, ky: ky, layout: pixels.layout,

@@ -19,17 +19,15 @@ enum PixelStorage {
         }
     }
 
-    /// Creates a tightly packed buffer whose bytes `fill` writes; every byte must be written by `fill`.
+    /// Creates a tightly packed buffer in pooled storage whose bytes `fill` writes; every byte must be written by
+    /// `fill` (the storage is recycled: a byte it skips holds an earlier image's value).
     static func make(
         width: Int, height: Int, layout: PixelLayout, alphaMode: AlphaMode,
         _ fill: (UnsafeMutablePointer<UInt8>) -> Void
     ) -> PixelBuffer {
-        let count = width * height * layout.bytesPerPixel
-        let bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
-            if count > 0, let base = buffer.baseAddress { fill(base) }
-            initialized = count
+        PixelBuffer(width: width, height: height, layout: layout, alphaMode: alphaMode) { buffer in
+            if buffer.count > 0, let base = buffer.baseAddress { fill(base) }
         }
-        return PixelBuffer(width: width, height: height, layout: layout, alphaMode: alphaMode, bytes: bytes)
     }
 
     /// The error thrown for parameters a transformer cannot apply.

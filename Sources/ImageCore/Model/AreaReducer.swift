@@ -33,7 +33,8 @@ package final class AreaReducer {
     private let accumulator: AreaAccumulator
     /// Straight-alpha rows converted to 16-bit premultiplied lanes (nil for other pixels).
     private let weighedRow: UnsafeMutablePointer<UInt16>?
-    private var output: [UInt8]
+    /// The result's pooled storage; every byte is written by the time the last row is pushed.
+    private let output: PixelStorage
     private let outputRowBytes: Int
 
     /// Prepares a resample of `sourceWidth × sourceHeight` rows of `layout` to `width × height`.
@@ -63,7 +64,7 @@ package final class AreaReducer {
             lanes: lanes, weighted: weighted, sourceHeight: sourceHeight, height: height)
         weighedRow = weighted ? .allocate(capacity: lanes) : nil
         outputRowBytes = width * channels
-        output = [UInt8](repeating: 0, count: outputRowBytes * height)
+        output = PixelStorage(count: outputRowBytes * height)
         normalizer = AreaNormalizer(area: sourceWidth * sourceHeight, weighted: weighted)
     }
 
@@ -110,17 +111,16 @@ package final class AreaReducer {
     /// - Precondition: every source row was pushed.
     package func finish() -> PixelBuffer {
         precondition(isComplete, "AreaReducer: \(rowsPushed) of \(sourceHeight) rows pushed")
-        return PixelBuffer(width: width, height: height, layout: layout, alphaMode: alphaMode, bytes: output)
+        return PixelBuffer(
+            width: width, height: height, layout: layout, alphaMode: alphaMode, bytesPerRow: outputRowBytes,
+            storage: output)
     }
 
     /// Output row `y` is complete: filter it horizontally into bytes; the accumulator starts over.
     private func emit(_ y: Int) {
-        output.withUnsafeMutableBufferPointer { out in
-            horizontal.withView { axis in
-                let pass = HorizontalPass(
-                    channels: channels, axis: axis, normalizer: normalizer, row: out.baseAddress! + y * outputRowBytes)
-                accumulator.drain(into: pass)
-            }
+        let row = output.bytes.baseAddress! + y * outputRowBytes
+        horizontal.withView { axis in
+            accumulator.drain(into: HorizontalPass(channels: channels, axis: axis, normalizer: normalizer, row: row))
         }
     }
 }

@@ -1,51 +1,65 @@
 extension PixelBuffer {
-    /// Tightly packed straight-alpha RGBA of the buffer, whatever its layout, alpha mode and row padding.
+    /// Tightly packed straight-alpha RGBA of the buffer, whatever its layout, alpha mode and row padding, in pooled
+    /// storage: the buffer itself when it already is that.
     ///
     /// What encoders that take RGBA want (giflib after quantization, libwebp).
+    public func straightRGBA() -> PixelBuffer {
+        if layout == .rgba8 && alphaMode != .premultiplied && bytesPerRow == width * 4 { return self }
+        return PixelBuffer(width: width, height: height, layout: .rgba8, alphaMode: .straight) { out in
+            writeStraightRGBA(into: out)
+        }
+    }
+
+    /// Tightly packed straight-alpha RGBA of the buffer as an array (a copy; ``straightRGBA()`` avoids it).
     public func straightRGBABytes() -> [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: width * height * 4) { out, initialized in
+            writeStraightRGBA(into: out)
+            initialized = width * height * 4
+        }
+    }
+
+    private func writeStraightRGBA(into dst: UnsafeMutableBufferPointer<UInt8>) {
         let buffer = self
         let width = buffer.width
-        var out = [UInt8](repeating: 255, count: width * buffer.height * 4)
         let bpp = buffer.layout.bytesPerPixel
-        buffer.bytes.withUnsafeBufferPointer { src in
-            out.withUnsafeMutableBufferPointer { dst in
-                for y in 0..<buffer.height {
-                    var s = y * buffer.bytesPerRow
-                    var d = y * width * 4
-                    for _ in 0..<width {
-                        switch buffer.layout {
-                        case .rgba8:
-                            dst[d] = src[s]
-                            dst[d + 1] = src[s + 1]
-                            dst[d + 2] = src[s + 2]
-                            dst[d + 3] = src[s + 3]
-                        case .rgb8:
-                            dst[d] = src[s]
-                            dst[d + 1] = src[s + 1]
-                            dst[d + 2] = src[s + 2]
-                        case .gray8:
-                            dst[d] = src[s]
-                            dst[d + 1] = src[s]
-                            dst[d + 2] = src[s]
-                        case .grayAlpha8:
-                            dst[d] = src[s]
-                            dst[d + 1] = src[s]
-                            dst[d + 2] = src[s]
-                            dst[d + 3] = src[s + 1]
-                        }
-                        if buffer.alphaMode == .premultiplied {
-                            let alpha = Int(dst[d + 3])
-                            for c in 0..<3 {
-                                dst[d + c] =
-                                    alpha == 0 ? 0 : UInt8(min(255, (Int(dst[d + c]) * 255 + alpha / 2) / alpha))
-                            }
-                        }
-                        s += bpp
-                        d += 4
+        buffer.withUnsafeBytes { src in
+            for y in 0..<buffer.height {
+                var s = y * buffer.bytesPerRow
+                var d = y * width * 4
+                for _ in 0..<width {
+                    switch buffer.layout {
+                    case .rgba8:
+                        dst[d] = src[s]
+                        dst[d + 1] = src[s + 1]
+                        dst[d + 2] = src[s + 2]
+                        dst[d + 3] = src[s + 3]
+                    case .rgb8:
+                        dst[d] = src[s]
+                        dst[d + 1] = src[s + 1]
+                        dst[d + 2] = src[s + 2]
+                        dst[d + 3] = 255
+                    case .gray8:
+                        dst[d] = src[s]
+                        dst[d + 1] = src[s]
+                        dst[d + 2] = src[s]
+                        dst[d + 3] = 255
+                    case .grayAlpha8:
+                        dst[d] = src[s]
+                        dst[d + 1] = src[s]
+                        dst[d + 2] = src[s]
+                        dst[d + 3] = src[s + 1]
                     }
+                    if buffer.alphaMode == .premultiplied {
+                        let alpha = Int(dst[d + 3])
+                        for c in 0..<3 {
+                            dst[d + c] =
+                                alpha == 0 ? 0 : UInt8(min(255, (Int(dst[d + c]) * 255 + alpha / 2) / alpha))
+                        }
+                    }
+                    s += bpp
+                    d += 4
                 }
             }
         }
-        return out
     }
 }

@@ -24,8 +24,8 @@ extension PixelBuffer {
         let outWidth = orientation.swapsDimensions ? h : w
         let outHeight = orientation.swapsDimensions ? w : h
         let outRow = outWidth * bpp
-        let turned = [UInt8](unsafeUninitializedCapacity: outRow * outHeight) { out, initialized in
-            self.bytes.withUnsafeBufferPointer { src in
+        return PixelBuffer(width: outWidth, height: outHeight, layout: layout, alphaMode: alphaMode) { out in
+            self.withUnsafeBytes { src in
                 for y in 0..<outHeight {
                     var s = base + y * stepY
                     var d = y * outRow
@@ -36,9 +36,6 @@ extension PixelBuffer {
                     }
                 }
             }
-            initialized = outRow * outHeight
         }
-        return PixelBuffer(
-            width: outWidth, height: outHeight, layout: layout, alphaMode: alphaMode, bytes: turned)
     }
 }

@@ -18,7 +18,7 @@ enum AreaResampler {
         let reducer = AreaReducer(
             sourceWidth: source.width, sourceHeight: source.height, width: width, height: height,
             layout: source.layout, alphaMode: source.alphaMode)
-        source.bytes.withUnsafeBufferPointer { bytes in
+        source.withUnsafeBytes { bytes in
             reducer.push(rows: bytes.baseAddress!, count: source.height, bytesPerRow: source.bytesPerRow)
         }
         return reducer.finish()

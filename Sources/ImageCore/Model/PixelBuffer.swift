@@ -38,13 +38,18 @@ public enum AlphaMode: Hashable, Sendable {
 
 /// A rectangle of 8-bit pixels in row-major order, top row first.
 ///
-/// A value type backed by a copy-on-write `[UInt8]`: passing it around or storing it in several images does not
-/// copy the pixels. `bytesPerRow` may exceed `width * layout.bytesPerPixel` (row padding).
+/// A value type over reference-counted, copy-on-write storage from ``PixelPool``: passing it around or storing it
+/// in several images does not copy the pixels, and when the last buffer using the storage goes, the storage returns
+/// to the pool for the next decode or resize. Read the pixels with ``withUnsafeBytes(_:)``, write them with
+/// ``withUnsafeMutableBytes(_:)`` (which copies first when the storage is shared), and make a buffer from pixels you
+/// produce with ``init(width:height:layout:alphaMode:bytesPerRow:initializingWith:)``, which writes straight into
+/// pooled storage. ``bytes`` is a read-only view of them. `bytesPerRow` may exceed
+/// `width * layout.bytesPerPixel` (row padding).
 ///
 /// Invariant (holds for every value, whoever built it): `width`, `height` ≥ 0, `bytesPerRow ≥ width ×
-/// bytesPerPixel`, and ``bytes`` holds at least `bytesPerRow × height` bytes, all without integer overflow. The
-/// geometry is immutable and ``bytes`` is padded back to the geometry's length after any assignment or mutation,
-/// so code that indexes the buffer from its geometry can never read or write outside it.
+/// bytesPerPixel`, and the storage holds at least `bytesPerRow × height` bytes, all without integer overflow. The
+/// geometry is immutable and the storage's length cannot change, so code that indexes the buffer from its geometry
+/// can never read or write outside it.
 public struct PixelBuffer: Hashable, Sendable {
     /// The largest width or height a buffer may have (2^31 − 1), so that every side fits the 32-bit integers C
     /// libraries take.
@@ -60,37 +65,32 @@ public struct PixelBuffer: Hashable, Sendable {
     public let alphaMode: AlphaMode
     /// Bytes from the start of one row to the start of the next.
     public let bytesPerRow: Int
-    /// The pixel bytes: at least `bytesPerRow * height` of them, whatever is assigned.
+
+    private var storage: PixelStorage
+
+    /// The pixel bytes (``byteCount`` of them, at least `bytesPerRow * height`), read-only and without a copy.
     ///
-    /// Mutating elements in place (`buffer.bytes[i] = v`) is free of copies; an assignment or mutation that
-    /// leaves fewer bytes than the geometry needs is padded back with zeros, so the invariant cannot be broken
-    /// (and code indexing by geometry can never leave the storage). ``withUnsafeMutableBytes(_:)`` gives a
-    /// pointer whose length cannot change.
-    public var bytes: [UInt8] {
-        get { storage }
-        set {
-            storage = newValue
-            restoreLength()
-        }
-        _modify {
-            defer { restoreLength() }
-            yield &storage
-        }
+    /// A collection over this buffer's storage as it is now: indexing is O(1), and a later write to the buffer
+    /// copies the storage first, so the bytes you hold never change. `Array(buffer.bytes)` makes an array. Write the
+    /// pixels through ``withUnsafeMutableBytes(_:)``; long loops read faster through ``withUnsafeBytes(_:)``.
+    public var bytes: PixelBytes { PixelBytes(storage) }
+
+    /// A buffer over `storage`, whose geometry the caller (ImageCore) validated.
+    init(
+        width: Int, height: Int, layout: PixelLayout, alphaMode: AlphaMode?, bytesPerRow: Int, storage: PixelStorage
+    ) {
+        self.width = width
+        self.height = height
+        self.layout = layout
+        self.alphaMode = layout.hasAlpha ? (alphaMode ?? .straight) : .none
+        self.bytesPerRow = bytesPerRow
+        self.storage = storage
     }
 
-    private var storage: [UInt8]
-
-    /// Bytes the geometry needs (computed without overflow when the value was built).
-    private var requiredByteCount: Int { bytesPerRow * height }
-
-    private mutating func restoreLength() {
-        let missing = requiredByteCount - storage.count
-        if missing > 0 { storage.append(contentsOf: repeatElement(0, count: missing)) }
-    }
-
-    /// Creates a buffer over existing bytes, validating the geometry against them.
+    /// Creates a buffer holding a copy of `bytes`, validating the geometry against them.
     ///
     /// Use this initializer for any geometry that comes from outside the process (file headers, user input).
+    /// Pixels produced in place are cheaper through ``init(validatingWidth:height:layout:alphaMode:bytesPerRow:initializingWith:)``.
     /// - Throws: ``ImageError`` `badImageData` (stage `decode`) when a side is negative or larger than
     ///   ``maximumDimension``, when `bytesPerRow` is smaller than a row, when the sizes overflow, or when `bytes`
     ///   is shorter than `bytesPerRow × height`.
@@ -100,15 +100,12 @@ public struct PixelBuffer: Hashable, Sendable {
     ) throws(ImageError) {
         let rowBytes = try Self.validatedRowBytes(
             width: width, height: height, layout: layout, bytesPerRow: bytesPerRow, available: bytes.count)
-        self.width = width
-        self.height = height
-        self.layout = layout
-        self.alphaMode = layout.hasAlpha ? (alphaMode ?? .straight) : .none
-        self.bytesPerRow = rowBytes
-        self.storage = bytes
+        self.init(
+            width: width, height: height, layout: layout, alphaMode: alphaMode, bytesPerRow: rowBytes,
+            storage: bytes.withUnsafeBufferPointer { PixelStorage.copying($0) })
     }
 
-    /// Creates a buffer over existing bytes whose geometry the caller computed itself.
+    /// Creates a buffer holding a copy of `bytes`, whose geometry the caller computed itself.
     ///
     /// For pixels made in memory by code that knows their size. Geometry read from untrusted input goes
     /// through ``init(width:height:layout:alphaMode:bytesPerRow:validating:)``, which throws instead.
@@ -126,15 +123,62 @@ public struct PixelBuffer: Hashable, Sendable {
         }
     }
 
+    /// Creates a buffer whose pixels `body` writes into pooled storage, for geometry that comes from untrusted
+    /// input.
+    ///
+    /// `body` gets exactly `bytesPerRow × height` bytes and must write every one it leaves meaningful: the storage
+    /// is recycled, so a byte it does not write holds whatever an earlier buffer of this process left there (never
+    /// memory the pool does not own). A decoder that can stop early zeroes the rows it did not reach.
+    /// - Throws: ``ImageError`` `badImageData` for invalid geometry (see
+    ///   ``init(width:height:layout:alphaMode:bytesPerRow:validating:)``), or what `body` throws; either way no
+    ///   buffer is made and the storage goes back to the pool.
+    public init(
+        validatingWidth width: Int, height: Int, layout: PixelLayout, alphaMode: AlphaMode? = nil,
+        bytesPerRow: Int? = nil, initializingWith body: (UnsafeMutableBufferPointer<UInt8>) throws(ImageError) -> Void
+    ) throws(ImageError) {
+        let rowBytes = try Self.validatedRowBytes(
+            width: width, height: height, layout: layout, bytesPerRow: bytesPerRow, available: nil)
+        let storage = PixelStorage(count: rowBytes * height)
+        try body(storage.bytes)
+        self.init(
+            width: width, height: height, layout: layout, alphaMode: alphaMode, bytesPerRow: rowBytes,
+            storage: storage)
+    }
+
+    /// Creates a buffer whose pixels `body` writes into pooled storage, for geometry the caller computed itself.
+    ///
+    /// The contract of ``init(validatingWidth:height:layout:alphaMode:bytesPerRow:initializingWith:)`` holds: `body`
+    /// gets exactly `bytesPerRow × height` recycled bytes of unspecified contents and writes them.
+    /// - Precondition: the geometry is valid (see the type's invariant).
+    public init<E: Error>(
+        width: Int, height: Int, layout: PixelLayout, alphaMode: AlphaMode? = nil, bytesPerRow: Int? = nil,
+        initializingWith body: (UnsafeMutableBufferPointer<UInt8>) throws(E) -> Void
+    ) throws(E) {
+        let rowBytes: Int
+        do {
+            rowBytes = try Self.validatedRowBytes(
+                width: width, height: height, layout: layout, bytesPerRow: bytesPerRow, available: nil)
+        } catch {
+            preconditionFailure("PixelBuffer: \(error.message ?? "invalid geometry")")
+        }
+        let storage = PixelStorage(count: rowBytes * height)
+        try body(storage.bytes)
+        self.init(
+            width: width, height: height, layout: layout, alphaMode: alphaMode, bytesPerRow: rowBytes,
+            storage: storage)
+    }
+
     /// Creates a buffer of the given size filled with zero bytes (transparent black, or black).
     ///
     /// - Precondition: the size is valid (see the type's invariant).
     public init(width: Int, height: Int, layout: PixelLayout, alphaMode: AlphaMode? = nil) {
         let (count, overflow) = Self.byteCount(width: width, height: height, layout: layout)
-        precondition(!overflow, "PixelBuffer: \(width)x\(height) overflows")
+        precondition(
+            !overflow && width <= Self.maximumDimension && height <= Self.maximumDimension,
+            "PixelBuffer: \(width)x\(height) overflows")
         self.init(
             width: width, height: height, layout: layout, alphaMode: alphaMode,
-            bytes: [UInt8](repeating: 0, count: count))
+            bytesPerRow: width * layout.bytesPerPixel, storage: .zeroed(count: count))
     }
 
     /// Creates a zero-filled buffer of a size that comes from untrusted input.
@@ -143,13 +187,11 @@ public struct PixelBuffer: Hashable, Sendable {
     public init(zeroedWidth width: Int, height: Int, layout: PixelLayout, alphaMode: AlphaMode? = nil)
         throws(ImageError)
     {
-        let (count, overflow) = Self.byteCount(width: width, height: height, layout: layout)
-        guard !overflow, width >= 0, height >= 0 else {
-            throw ImageError(.badImageData, stage: .decode, message: "pixel buffer \(width)x\(height) is invalid")
-        }
-        try self.init(
-            width: width, height: height, layout: layout, alphaMode: alphaMode,
-            validating: [UInt8](repeating: 0, count: count))
+        let rowBytes = try Self.validatedRowBytes(
+            width: width, height: height, layout: layout, bytesPerRow: nil, available: nil)
+        self.init(
+            width: width, height: height, layout: layout, alphaMode: alphaMode, bytesPerRow: rowBytes,
+            storage: .zeroed(count: rowBytes * height))
     }
 
     /// The number of bytes the pixels occupy in memory.
@@ -158,17 +200,54 @@ public struct PixelBuffer: Hashable, Sendable {
     /// The bytes of the pixel at `(x, y)`, as many as the layout has channels.
     ///
     /// - Precondition: the coordinate lies inside the buffer.
-    public func pixel(x: Int, y: Int) -> ArraySlice<UInt8> {
+    public func pixel(x: Int, y: Int) -> Slice<PixelBytes> {
         precondition(x >= 0 && x < width && y >= 0 && y < height, "pixel out of bounds")
         let start = y * bytesPerRow + x * layout.bytesPerPixel
         return bytes[start..<start + layout.bytesPerPixel]
     }
 
+    /// Runs `body` with read access to the pixel bytes (``byteCount`` of them). The pointer is valid only inside
+    /// `body`.
+    public func withUnsafeBytes<R, E: Error>(_ body: (UnsafeBufferPointer<UInt8>) throws(E) -> R) throws(E) -> R {
+        let result = try body(UnsafeBufferPointer(storage.bytes))
+        withExtendedLifetime(storage) {}
+        return result
+    }
+
     /// Runs `body` with mutable access to the pixel bytes; their number cannot change, so the invariant holds.
+    ///
+    /// Copy-on-write: when another buffer shares the storage, the bytes are copied (into pooled storage) first, so
+    /// no other value sees the change.
     public mutating func withUnsafeMutableBytes<R, E: Error>(
         _ body: (inout UnsafeMutableBufferPointer<UInt8>) throws(E) -> R
     ) throws(E) -> R {
-        try storage.withUnsafeMutableBufferPointer { (buffer) throws(E) -> R in try body(&buffer) }
+        if !isKnownUniquelyReferenced(&storage) {
+            storage = .copying(UnsafeBufferPointer(storage.bytes))
+        }
+        var buffer = storage.bytes
+        let result = try body(&buffer)
+        withExtendedLifetime(storage) {}
+        return result
+    }
+
+    /// Whether `other` shares this buffer's storage (no copy was made between them). For tests of copy-on-write.
+    package func sharesStorage(with other: PixelBuffer) -> Bool { storage === other.storage }
+
+    public static func == (lhs: PixelBuffer, rhs: PixelBuffer) -> Bool {
+        guard lhs.width == rhs.width, lhs.height == rhs.height, lhs.layout == rhs.layout,
+            lhs.alphaMode == rhs.alphaMode, lhs.bytesPerRow == rhs.bytesPerRow, lhs.byteCount == rhs.byteCount
+        else { return false }
+        if lhs.storage === rhs.storage { return true }
+        return lhs.withUnsafeBytes { a in rhs.withUnsafeBytes { b in a.elementsEqual(b) } }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(width)
+        hasher.combine(height)
+        hasher.combine(layout)
+        hasher.combine(alphaMode)
+        hasher.combine(bytesPerRow)
+        withUnsafeBytes { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
     }
 
     /// `width × height × bytesPerPixel` and whether it overflowed (negative sizes count as overflow).
@@ -180,7 +259,7 @@ public struct PixelBuffer: Hashable, Sendable {
     }
 
     private static func validatedRowBytes(
-        width: Int, height: Int, layout: PixelLayout, bytesPerRow: Int?, available: Int
+        width: Int, height: Int, layout: PixelLayout, bytesPerRow: Int?, available: Int?
     ) throws(ImageError) -> Int {
         func invalid(_ why: String) -> ImageError {
             ImageError(.badImageData, stage: .decode, message: "pixel buffer \(width)x\(height): \(why)")
@@ -193,7 +272,7 @@ public struct PixelBuffer: Hashable, Sendable {
         guard rowBytes >= minimumRow else { throw invalid("bytesPerRow \(rowBytes) is smaller than a row") }
         let (needed, overflow) = rowBytes.multipliedReportingOverflow(by: height)
         guard !overflow else { throw invalid("byte count overflows") }
-        guard available >= needed else { throw invalid("\(available) bytes for \(needed) needed") }
+        if let available, available < needed { throw invalid("\(available) bytes for \(needed) needed") }
         return rowBytes
     }
 }

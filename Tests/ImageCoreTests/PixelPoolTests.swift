@@ -1,0 +1,232 @@
+import Foundation
+import ImageTestSupport
+import Testing
+
+@testable import ImageCore
+
+/// ``PixelPool`` (issue 34 item 3): recycled pixel storage, bounded by its idle limit, trimmed when idle; and the
+/// copy-on-write ``PixelBuffer`` over it.
+@Suite("Pixel pool")
+struct PixelPoolTests {
+    @Test("every pooled size maps to the smallest class that holds it, with at most a quarter of slack")
+    func sizeClassesAreTightAndOrdered() {
+        var previous = 0
+        for sizeClass in 0..<PixelPool.classCount {
+            let size = PixelPool.classSize(sizeClass)
+            #expect(size > previous && size % 4096 == 0)
+            #expect(PixelPool.sizeClass(for: size) == sizeClass)
+            #expect(PixelPool.sizeClass(for: size + 1) == (sizeClass + 1 < PixelPool.classCount ? sizeClass + 1 : nil))
+            previous = size
+        }
+        var random = SystemRandomNumberGenerator()
+        for _ in 0..<10_000 {
+            let count = Int.random(in: PixelPool.minimumPooledSize...(1 << 30), using: &random)
+            let sizeClass = try! #require(PixelPool.sizeClass(for: count))
+            let size = PixelPool.classSize(sizeClass)
+            #expect(size >= count && Double(size) <= Double(count) * 1.25 + 1)
+            if sizeClass > 0 { #expect(PixelPool.classSize(sizeClass - 1) < count) }
+        }
+        #expect(PixelPool.sizeClass(for: (1 << 30) + 1) == nil)
+    }
+
+    /// A plain model of the pool: per class, a stack of idle blocks (the most recent on top), a global release
+    /// order for the limit, and the counters the pool reports. Random allocations, releases, trims and limit
+    /// changes on a private pool must agree with it step by step: which block is reused, whether fresh memory is
+    /// zero, what is idle and what was unmapped.
+    @Test(
+        "a random sequence of allocations, releases, trims and limit changes matches a plain model (seed printed)",
+        .disabled(if: PixelPool.underAddressSanitizer, "under ASan every block is malloc'd, nothing is pooled"))
+    func matchesAPlainModel() {
+        let seed = UInt64.random(in: 0...UInt64.max)
+        print("PixelPoolTests.matchesAPlainModel seed \(seed)")
+        var random = SplitMix64(seed: seed)
+        let limit = 6 << 20
+        // No timed trim during the test: only the operations below change what is idle.
+        let pool = PixelPool(byteLimit: limit, idleTrimDelay: .seconds(3600))
+        defer { pool.trim() }
+        struct Live {
+            let base: UnsafeMutableRawPointer
+            let capacity: Int
+            let count: Int
+            let mark: UInt8
+        }
+        var live: [Live] = []
+        var idle: [Int: [(address: UInt, order: Int, mark: UInt8?)]] = [:]
+        var order = 0
+        var byteLimit = limit
+        var expected = PixelPool.Statistics(
+            idleBytes: 0, idleBlocks: 0, liveBytes: 0, reused: 0, mapped: 0, unmapped: 0)
+        let sizes = [1_000, 70_000, 100 << 10, 300_000, 1 << 20, (1 << 20) + 1, 3 << 20]
+        func dropOldest(over limit: Int) {
+            while expected.idleBytes > limit {
+                let (sizeClass, _) = idle.filter { !$0.value.isEmpty }.min { $0.value[0].order < $1.value[0].order }!
+                idle[sizeClass]!.removeFirst()
+                expected.idleBytes -= PixelPool.classSize(sizeClass)
+                expected.idleBlocks -= 1
+                expected.unmapped += 1
+            }
+        }
+        for step in 0..<2_000 {
+            let choice = Int.random(in: 0..<100, using: &random)
+            if choice < 50 || live.isEmpty {
+                let count = sizes.randomElement(using: &random)!
+                let block = pool.allocate(count)
+                let mark = UInt8.random(in: 1...255, using: &random)
+                if count >= PixelPool.minimumPooledSize {
+                    let sizeClass = PixelPool.sizeClass(for: count)!
+                    #expect(block.capacity == PixelPool.classSize(sizeClass), "step \(step), seed \(seed)")
+                    expected.liveBytes += block.capacity
+                    if let top = idle[sizeClass]?.popLast() {
+                        #expect(UInt(bitPattern: block.base) == top.address, "not the last released, seed \(seed)")
+                        #expect(!block.zeroed, "seed \(seed)")
+                        // Warm: the pages still hold what the previous user wrote.
+                        #expect(block.base.load(fromByteOffset: count - 1, as: UInt8.self) == top.mark)
+                        expected.reused += 1
+                        expected.idleBytes -= block.capacity
+                        expected.idleBlocks -= 1
+                    } else {
+                        #expect(block.zeroed, "seed \(seed)")
+                        #expect(block.base.load(fromByteOffset: block.capacity - 1, as: UInt8.self) == 0)
+                        expected.mapped += 1
+                    }
+                }
+                // The whole count is writable (a page short would crash here, not pass). memset: the generic
+                // initializer is a byte loop in a debug build.
+                memset(block.base, Int32(mark), count)
+                live.append(Live(base: block.base, capacity: block.capacity, count: count, mark: mark))
+            } else if choice < 92 {
+                let victim = live.remove(at: Int.random(in: 0..<live.count, using: &random))
+                pool.release(victim.base, capacity: victim.capacity)
+                if victim.count >= PixelPool.minimumPooledSize {
+                    expected.liveBytes -= victim.capacity
+                    if expected.idleBytes + victim.capacity <= byteLimit {
+                        order += 1
+                        let sizeClass = PixelPool.sizeClass(for: victim.count)!
+                        idle[sizeClass, default: []].append((UInt(bitPattern: victim.base), order, victim.mark))
+                        expected.idleBytes += victim.capacity
+                        expected.idleBlocks += 1
+                    } else {
+                        expected.unmapped += 1
+                    }
+                }
+            } else if choice < 95 {
+                pool.trim()
+                dropOldest(over: 0)
+            } else {
+                byteLimit = [0, 1 << 20, 4 << 20, limit].randomElement(using: &random)!
+                pool.byteLimit = byteLimit
+                dropOldest(over: byteLimit)
+            }
+            let actual = pool.statistics
+            #expect(actual == expected, "step \(step), seed \(seed)")
+            if actual != expected { break }
+            #expect(actual.idleBytes <= byteLimit)
+        }
+        for block in live { pool.release(block.base, capacity: block.capacity) }
+        #expect(pool.statistics.liveBytes == 0, "seed \(seed)")
+    }
+
+    @Test(
+        "idle blocks go back to the system after the idle delay; trim() drops them at once",
+        .disabled(if: PixelPool.underAddressSanitizer, "under ASan every block is malloc'd, nothing is pooled"))
+    func idleBlocksAreTrimmed() async throws {
+        let pool = PixelPool(byteLimit: 64 << 20, idleTrimDelay: .milliseconds(50))
+        let blocks = (0..<8).map { _ in pool.allocate(1 << 20) }
+        for block in blocks { pool.release(block.base, capacity: block.capacity) }
+        #expect(pool.statistics.idleBlocks == 8)
+        #expect(await waitUntil { pool.statistics.idleBlocks == 0 }, "idle blocks were never trimmed")
+        #expect(pool.statistics.unmapped == 8 && pool.statistics.idleBytes == 0)
+
+        let slow = PixelPool(byteLimit: 64 << 20, idleTrimDelay: .seconds(3600))
+        let block = slow.allocate(200_000)
+        slow.release(block.base, capacity: block.capacity)
+        #expect(slow.statistics.idleBlocks == 1)
+        slow.trim()
+        #expect(slow.statistics.idleBlocks == 0 && slow.statistics.unmapped == 1)
+    }
+
+    @Test(
+        "threads allocating and releasing at once leave the counters balanced and never share a live block",
+        .disabled(if: PixelPool.underAddressSanitizer, "under ASan every block is malloc'd, nothing is pooled"))
+    func concurrentUseStaysConsistent() async {
+        let pool = PixelPool(byteLimit: 16 << 20, idleTrimDelay: .seconds(3600))
+        defer { pool.trim() }
+        let failures = Locked(0)
+        DispatchQueue.concurrentPerform(iterations: 8) { worker in
+            var random = SplitMix64(seed: UInt64(worker))
+            for _ in 0..<300 {
+                let count = [80_000, 500_000, 2 << 20].randomElement(using: &random)!
+                let block = pool.allocate(count)
+                let mark = UInt8(worker + 1)
+                memset(block.base, Int32(mark), count)
+                // Another thread writing the same block would show here (first, middle and last byte: a block is
+                // given out whole or not at all).
+                for offset in [0, count / 2, count - 1]
+                where block.base.load(fromByteOffset: offset, as: UInt8.self) != mark {
+                    failures.withLock { $0 += 1 }
+                }
+                pool.release(block.base, capacity: block.capacity)
+            }
+        }
+        #expect(failures.value == 0)
+        let statistics = pool.statistics
+        #expect(statistics.liveBytes == 0 && statistics.idleBytes <= 16 << 20)
+        #expect(statistics.reused + statistics.mapped == 8 * 300)
+        #expect(statistics.mapped - statistics.unmapped == statistics.idleBlocks)
+    }
+}
+
+extension PixelPoolTests {
+    @Test("a copy shares the storage until one side writes; the writer copies and the other keeps its pixels")
+    func buffersAreCopyOnWrite() {
+        var first = PixelBuffer(width: 200, height: 100, layout: .rgba8)
+        first.withUnsafeMutableBytes { $0.update(repeating: 3) }
+        var second = first
+        #expect(second.sharesStorage(with: first))
+        second.withUnsafeMutableBytes { $0[0] = 9 }
+        #expect(!second.sharesStorage(with: first))
+        #expect(first.pixel(x: 0, y: 0) == [3, 3, 3, 3] && second.pixel(x: 0, y: 0) == [9, 3, 3, 3])
+        // A buffer alone on its storage writes in place.
+        let before = second
+        second = PixelBuffer(width: 1, height: 1, layout: .gray8)
+        var alone = before
+        withExtendedLifetime(before) {}
+        alone.withUnsafeMutableBytes { $0[1] = 1 }
+        #expect(alone.pixel(x: 0, y: 0) == [9, 1, 3, 3])
+    }
+
+    @Test("zeroed buffers are zero even on recycled storage; a failed initializer makes no buffer")
+    func recycledStorageIsNeverSeenUninitialized() {
+        // Dirty a block of the size below, give it back, then ask for zeroed storage of that size.
+        let dirty = PixelBuffer(width: 300, height: 300, layout: .rgba8) { (bytes: UnsafeMutableBufferPointer<UInt8>) in
+            bytes.update(repeating: 0xAB)
+        }
+        #expect(dirty.pixel(x: 299, y: 299) == [0xAB, 0xAB, 0xAB, 0xAB])
+        for _ in 0..<4 {
+            let zeroed = PixelBuffer(width: 300, height: 300, layout: .rgba8)
+            #expect(zeroed.withUnsafeBytes { !$0.contains { $0 != 0 } })
+            let fromInput = try? PixelBuffer(zeroedWidth: 300, height: 300, layout: .rgba8)
+            #expect(fromInput?.withUnsafeBytes { !$0.contains { $0 != 0 } } == true)
+        }
+        struct Refused: Error {}
+        #expect(throws: Refused.self) {
+            _ = try PixelBuffer(width: 300, height: 300, layout: .rgba8) { (_: UnsafeMutableBufferPointer<UInt8>) in
+                throw Refused()
+            }
+        }
+        #expect(throws: ImageError.self) {
+            _ = try PixelBuffer(validatingWidth: -1, height: 3, layout: .rgba8) { _ in }
+        }
+    }
+
+    @Test("equal pixels are equal buffers and hash alike, whether they share storage or not")
+    func equalityFollowsThePixels() {
+        let a = PixelBuffer(width: 2, height: 2, layout: .rgb8, bytes: Array(0..<12))
+        let b = PixelBuffer(width: 2, height: 2, layout: .rgb8, bytes: Array(0..<12))
+        var c = a
+        c.withUnsafeMutableBytes { $0[11] = 0 }
+        #expect(a == b && a.hashValue == b.hashValue && !a.sharesStorage(with: b))
+        #expect(a != c)
+        #expect(a == a)
+    }
+}
