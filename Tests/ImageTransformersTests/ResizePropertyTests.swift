@@ -80,4 +80,23 @@ struct ResizePropertyTests {
             #expect(worst <= 1, "\(c): off by \(worst)")
         }
     }
+
+    /// The random cases above draw these rarely (CI once met one): a thin side that a fit scales below half a
+    /// pixel. The SDK keeps it one pixel wide, and so must the model, or the model divides by zero.
+    @Test(
+        "aspect-fit of a thin source keeps at least one pixel per side, as the model does",
+        arguments: [
+            (60, 4, 5, 1), (4, 60, 1, 5), (59, 5, 4, 24), (7, 58, 12, 2),
+        ])
+    func thinSourcesFitToOnePixel(width: Int, height: Int, targetWidth: Int, targetHeight: Int) throws {
+        let source = Fixtures.randomOpaque(width: width, height: height, seed: UInt64(width * 100 + height))
+        let size = PixelSize(width: targetWidth, height: targetHeight)
+        let out = try ResizeTransformer(size: size, mode: .aspectFit, filter: .lanczos3)
+            .transform(Image(pixels: source), forKey: "k").pixels
+        #expect(out.width >= 1 && out.height >= 1)
+        let model = ResizeReference.resize(source, to: size, mode: .aspectFit, filter: .lanczos3)
+        #expect(out.height == model.count && out.width == model.first?.count)
+        guard out.height == model.count && out.width == model.first?.count else { return }
+        #expect(ResizeReference.maxDifference(out, model) <= 1)
+    }
 }

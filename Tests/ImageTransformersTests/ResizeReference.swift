@@ -104,8 +104,9 @@ enum ResizeReference {
         case .fill: break
         case .aspectFit:
             let s = min(Double(size.width) / w, Double(size.height) / h)
-            outW = Int((w * s).rounded())
-            outH = Int((h * s).rounded())
+            // The SDK's rule: rounded, but never below one pixel (a 60×4 source fit into 5×1 is 5×1, not 5×0).
+            outW = max(1, Int((w * s).rounded()))
+            outH = max(1, Int((h * s).rounded()))
         case .aspectFill:
             let s = max(Double(size.width) / w, Double(size.height) / h)
             x = ((w - Double(size.width) / s) / 2, Double(size.width) / s)
