@@ -122,14 +122,16 @@ public final class PixelPool: Sendable {
     // MARK: - Allocation
 
     /// Storage of at least `count` bytes: `capacity` is what ``release(_:capacity:)`` must be given back, and
-    /// `zeroed` tells whether the bytes are known to be zero (a block fresh from the kernel).
-    func allocate(_ count: Int) -> (base: UnsafeMutableRawPointer, capacity: Int, zeroed: Bool) {
+    /// `zeroed` tells whether the bytes are known to be zero (a block fresh from the kernel). Nil when the system
+    /// refuses the memory even after the pool gave back its idle blocks.
+    func allocate(_ count: Int) -> (base: UnsafeMutableRawPointer, capacity: Int, zeroed: Bool)? {
         guard count >= Self.minimumPooledSize, !Self.underAddressSanitizer else {
-            return (.allocate(byteCount: max(count, 1), alignment: 16), count, false)
+            // malloc, not `allocate(byteCount:)`, which ends the process when the memory is refused.
+            return malloc(max(count, 1)).map { ($0, count, false) }
         }
         guard let sizeClass = Self.sizeClass(for: count) else {
             let size = Self.pageRounded(count)
-            return (Self.map(size, retrying: self), size, true)
+            return Self.map(size, retrying: self).map { ($0, size, true) }
         }
         let size = Self.classSize(sizeClass)
         let reused = state.withLock { state -> UnsafeMutableRawPointer? in
@@ -144,13 +146,20 @@ public final class PixelPool: Sendable {
             return block.base
         }
         if let reused { return (reused, size, false) }
-        return (Self.map(size, retrying: self), size, true)
+        guard let base = Self.map(size, retrying: self) else {
+            state.withLock {
+                $0.statistics.liveBytes -= size
+                $0.statistics.mapped -= 1
+            }
+            return nil
+        }
+        return (base, size, true)
     }
 
     /// Gives back storage from ``allocate(_:)``: kept for reuse while the idle blocks fit the limit, else unmapped.
     func release(_ base: UnsafeMutableRawPointer, capacity: Int) {
         guard capacity >= Self.minimumPooledSize, !Self.underAddressSanitizer else {
-            base.deallocate()
+            free(base)
             return
         }
         guard let sizeClass = Self.sizeClass(for: capacity), Self.classSize(sizeClass) == capacity else {
@@ -276,13 +285,12 @@ public final class PixelPool: Sendable {
         return UInt64(clamping: seconds) &* 1_000_000_000 &+ UInt64(clamping: attoseconds / 1_000_000_000)
     }
 
-    /// Maps `size` bytes; when the system refuses, drops the pool's idle blocks and tries once more. Running out
-    /// of memory after that ends the process, as an `Array` allocation would.
-    private static func map(_ size: Int, retrying pool: PixelPool) -> UnsafeMutableRawPointer {
+    /// Maps `size` bytes; when the system refuses, drops the pool's idle blocks and tries once more. Nil when it
+    /// still refuses: the caller turns that into a typed error or, where no error can be thrown, a trap.
+    private static func map(_ size: Int, retrying pool: PixelPool) -> UnsafeMutableRawPointer? {
         if let base = mapOnce(size) { return base }
         pool.trim()
-        guard let base = mapOnce(size) else { fatalError("PixelPool: cannot map \(size) bytes") }
-        return base
+        return mapOnce(size)
     }
 
     private static func mapOnce(_ size: Int) -> UnsafeMutableRawPointer? {
@@ -303,7 +311,9 @@ extension PixelPool {
     public func withTemporaryStorage<R, E: Error>(
         byteCount: Int, _ body: (UnsafeMutableRawBufferPointer) throws(E) -> R
     ) throws(E) -> R {
-        let block = allocate(max(0, byteCount))
+        guard let block = allocate(max(0, byteCount)) else {
+            preconditionFailure("PixelPool: the system refused \(byteCount) bytes of scratch memory")
+        }
         defer { release(block.base, capacity: block.capacity) }
         return try body(UnsafeMutableRawBufferPointer(start: block.base, count: max(0, byteCount)))
     }

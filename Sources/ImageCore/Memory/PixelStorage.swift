@@ -20,15 +20,38 @@ final class PixelStorage: @unchecked Sendable {
     private let capacity: Int
     private let pool: PixelPool
 
-    /// Storage of `count` bytes whose contents are unspecified; `zeroed` says whether they are known to be zero.
-    init(count: Int, pool: PixelPool = .shared) {
-        let block = pool.allocate(count)
+    private init(block: (base: UnsafeMutableRawPointer, capacity: Int, zeroed: Bool), count: Int, pool: PixelPool) {
         base = block.base
         capacity = block.capacity
         zeroed = block.zeroed
         self.count = count
         self.pool = pool
         base.bindMemory(to: UInt8.self, capacity: max(count, 0))
+    }
+
+    /// Storage of `count` bytes whose contents are unspecified (``zeroed`` says whether they are known to be zero),
+    /// or nil when the system refuses the memory.
+    convenience init?(reserving count: Int, pool: PixelPool = .shared) {
+        guard let block = pool.allocate(count) else { return nil }
+        self.init(block: block, count: count, pool: pool)
+    }
+
+    /// Storage of `count` bytes, for sizes the caller computed itself: the process ends when the system refuses the
+    /// memory, as it does for an `Array`. Sizes from untrusted input go through ``allocating(count:)``.
+    convenience init(count: Int, pool: PixelPool = .shared) {
+        guard let block = pool.allocate(count) else {
+            preconditionFailure("PixelBuffer: the system refused \(count) bytes of pixel memory")
+        }
+        self.init(block: block, count: count, pool: pool)
+    }
+
+    /// Storage of `count` bytes, or ``ImageError`` `imageTooLarge` (stage `decode`) when the system refuses them.
+    static func allocating(count: Int) throws(ImageError) -> PixelStorage {
+        guard let storage = PixelStorage(reserving: count) else {
+            throw ImageError(
+                .imageTooLarge, stage: .decode, message: "the system refused \(count) bytes of pixel memory")
+        }
+        return storage
     }
 
     /// Whether the bytes were zero when the storage was made (fresh pages from the kernel).
@@ -41,19 +64,17 @@ final class PixelStorage: @unchecked Sendable {
         UnsafeMutableBufferPointer(start: base.assumingMemoryBound(to: UInt8.self), count: count)
     }
 
-    /// Storage of `count` zero bytes.
-    static func zeroed(count: Int) -> PixelStorage {
-        let storage = PixelStorage(count: count)
-        if !storage.zeroed { memset(storage.base, 0, count) }
-        return storage
+    /// Makes these bytes zero, unless they are known to be; returns self.
+    func zeroingIfNeeded() -> PixelStorage {
+        if !zeroed { memset(base, 0, count) }
+        return self
     }
 
-    /// A copy of `bytes`.
-    static func copying(_ bytes: UnsafeBufferPointer<UInt8>) -> PixelStorage {
-        let storage = PixelStorage(count: bytes.count)
+    /// Copies `bytes` (at most ``count`` of them) to the start of this storage; returns self.
+    func copying(_ bytes: UnsafeBufferPointer<UInt8>) -> PixelStorage {
         if let source = bytes.baseAddress, bytes.count > 0 {
-            storage.base.copyMemory(from: source, byteCount: bytes.count)
+            base.copyMemory(from: source, byteCount: min(bytes.count, count))
         }
-        return storage
+        return self
     }
 }

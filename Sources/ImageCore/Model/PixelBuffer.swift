@@ -93,16 +93,17 @@ public struct PixelBuffer: Hashable, Sendable {
     /// Pixels produced in place are cheaper through ``init(validatingWidth:height:layout:alphaMode:bytesPerRow:initializingWith:)``.
     /// - Throws: ``ImageError`` `badImageData` (stage `decode`) when a side is negative or larger than
     ///   ``maximumDimension``, when `bytesPerRow` is smaller than a row, when the sizes overflow, or when `bytes`
-    ///   is shorter than `bytesPerRow × height`.
+    ///   is shorter than `bytesPerRow × height`; `imageTooLarge` (stage `decode`) when the system refuses the memory.
     public init(
         width: Int, height: Int, layout: PixelLayout, alphaMode: AlphaMode? = nil, bytesPerRow: Int? = nil,
         validating bytes: [UInt8]
     ) throws(ImageError) {
         let rowBytes = try Self.validatedRowBytes(
             width: width, height: height, layout: layout, bytesPerRow: bytesPerRow, available: bytes.count)
+        let storage = try PixelStorage.allocating(count: bytes.count)
         self.init(
             width: width, height: height, layout: layout, alphaMode: alphaMode, bytesPerRow: rowBytes,
-            storage: bytes.withUnsafeBufferPointer { PixelStorage.copying($0) })
+            storage: bytes.withUnsafeBufferPointer { storage.copying($0) })
     }
 
     /// Creates a buffer holding a copy of `bytes`, whose geometry the caller computed itself.
@@ -130,15 +131,16 @@ public struct PixelBuffer: Hashable, Sendable {
     /// is recycled, so a byte it does not write holds whatever an earlier buffer of this process left there (never
     /// memory the pool does not own). A decoder that can stop early zeroes the rows it did not reach.
     /// - Throws: ``ImageError`` `badImageData` for invalid geometry (see
-    ///   ``init(width:height:layout:alphaMode:bytesPerRow:validating:)``), or what `body` throws; either way no
-    ///   buffer is made and the storage goes back to the pool.
+    ///   ``init(width:height:layout:alphaMode:bytesPerRow:validating:)``), `imageTooLarge` when the system refuses
+    ///   the memory (`body` is not called), or what `body` throws; either way no buffer is made and the storage goes
+    ///   back to the pool.
     public init(
         validatingWidth width: Int, height: Int, layout: PixelLayout, alphaMode: AlphaMode? = nil,
         bytesPerRow: Int? = nil, initializingWith body: (UnsafeMutableBufferPointer<UInt8>) throws(ImageError) -> Void
     ) throws(ImageError) {
         let rowBytes = try Self.validatedRowBytes(
             width: width, height: height, layout: layout, bytesPerRow: bytesPerRow, available: nil)
-        let storage = PixelStorage(count: rowBytes * height)
+        let storage = try PixelStorage.allocating(count: rowBytes * height)
         try body(storage.bytes)
         self.init(
             width: width, height: height, layout: layout, alphaMode: alphaMode, bytesPerRow: rowBytes,
@@ -178,12 +180,13 @@ public struct PixelBuffer: Hashable, Sendable {
             "PixelBuffer: \(width)x\(height) overflows")
         self.init(
             width: width, height: height, layout: layout, alphaMode: alphaMode,
-            bytesPerRow: width * layout.bytesPerPixel, storage: .zeroed(count: count))
+            bytesPerRow: width * layout.bytesPerPixel, storage: PixelStorage(count: count).zeroingIfNeeded())
     }
 
     /// Creates a zero-filled buffer of a size that comes from untrusted input.
     ///
-    /// - Throws: ``ImageError`` `badImageData` for a negative, oversized or overflowing size.
+    /// - Throws: ``ImageError`` `badImageData` for a negative, oversized or overflowing size, `imageTooLarge` when
+    ///   the system refuses the memory.
     public init(zeroedWidth width: Int, height: Int, layout: PixelLayout, alphaMode: AlphaMode? = nil)
         throws(ImageError)
     {
@@ -191,7 +194,7 @@ public struct PixelBuffer: Hashable, Sendable {
             width: width, height: height, layout: layout, bytesPerRow: nil, available: nil)
         self.init(
             width: width, height: height, layout: layout, alphaMode: alphaMode, bytesPerRow: rowBytes,
-            storage: .zeroed(count: rowBytes * height))
+            storage: try PixelStorage.allocating(count: rowBytes * height).zeroingIfNeeded())
     }
 
     /// The number of bytes the pixels occupy in memory.
@@ -209,9 +212,7 @@ public struct PixelBuffer: Hashable, Sendable {
     /// Runs `body` with read access to the pixel bytes (``byteCount`` of them). The pointer is valid only inside
     /// `body`.
     public func withUnsafeBytes<R, E: Error>(_ body: (UnsafeBufferPointer<UInt8>) throws(E) -> R) throws(E) -> R {
-        let result = try body(UnsafeBufferPointer(storage.bytes))
-        withExtendedLifetime(storage) {}
-        return result
+        try bytes.withUnsafeBytes(body)
     }
 
     /// Runs `body` with mutable access to the pixel bytes; their number cannot change, so the invariant holds.
@@ -222,7 +223,7 @@ public struct PixelBuffer: Hashable, Sendable {
         _ body: (inout UnsafeMutableBufferPointer<UInt8>) throws(E) -> R
     ) throws(E) -> R {
         if !isKnownUniquelyReferenced(&storage) {
-            storage = .copying(UnsafeBufferPointer(storage.bytes))
+            storage = PixelStorage(count: storage.count).copying(UnsafeBufferPointer(storage.bytes))
         }
         var buffer = storage.bytes
         let result = try body(&buffer)
@@ -237,8 +238,7 @@ public struct PixelBuffer: Hashable, Sendable {
         guard lhs.width == rhs.width, lhs.height == rhs.height, lhs.layout == rhs.layout,
             lhs.alphaMode == rhs.alphaMode, lhs.bytesPerRow == rhs.bytesPerRow, lhs.byteCount == rhs.byteCount
         else { return false }
-        if lhs.storage === rhs.storage { return true }
-        return lhs.withUnsafeBytes { a in rhs.withUnsafeBytes { b in a.elementsEqual(b) } }
+        return lhs.bytes == rhs.bytes
     }
 
     public func hash(into hasher: inout Hasher) {
