@@ -251,4 +251,22 @@ extension PixelPoolTests {
         // The pool is unharmed: the next buffer is served as usual.
         #expect(PixelBuffer(width: 300, height: 300, layout: .rgba8).byteCount == 360_000)
     }
+
+    @Test("bytes copy out whole or in part, and iteration resumes where a partial copy stopped")
+    func bytesCopyOutAtOnce() {
+        let buffer = PixelBuffer(width: 100, height: 300, layout: .rgba8) { (bytes: UnsafeMutableBufferPointer<UInt8>) in
+            for i in bytes.indices { bytes[i] = UInt8(truncatingIfNeeded: i &* 7) }
+        }
+        let all = Array(buffer.bytes)
+        #expect(all.count == 120_000 && buffer.bytes == all && all[119_999] == UInt8(truncatingIfNeeded: 119_999 * 7))
+        var appended: [UInt8] = [42]
+        appended.append(contentsOf: buffer.bytes)
+        #expect(appended.count == 120_001 && Array(appended.dropFirst()) == all)
+        let part = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: 1_000)
+        defer { part.deallocate() }
+        var (rest, copied) = part.initialize(from: buffer.bytes)
+        #expect(copied == 1_000 && Array(part) == Array(all.prefix(1_000)))
+        #expect(rest.next() == all[1_000] && rest.next() == all[1_001])
+        #expect(buffer.bytes.reduce(0) { $0 &+ Int($1) } == all.reduce(0) { $0 &+ Int($1) })
+    }
 }

@@ -1,3 +1,11 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// The bytes of a ``PixelBuffer`` as a read-only collection, without a copy (``PixelBuffer/bytes``).
 ///
 /// It holds the buffer's storage as it was when read: the buffer's next write copies the storage first
@@ -21,6 +29,38 @@ public struct PixelBytes: RandomAccessCollection, Sendable {
     public subscript(position: Int) -> UInt8 {
         precondition(position >= 0 && position < storage.count, "PixelBytes: index \(position) out of range")
         return storage.base.load(fromByteOffset: position, as: UInt8.self)
+    }
+
+    /// Iterates the bytes in order.
+    public struct Iterator: IteratorProtocol, Sendable {
+        private let storage: PixelStorage
+        private var position: Int
+
+        init(_ storage: PixelStorage, position: Int) {
+            self.storage = storage
+            self.position = position
+        }
+
+        /// The next byte, or nil after the last.
+        public mutating func next() -> UInt8? {
+            guard position < storage.count else { return nil }
+            defer { position += 1 }
+            return storage.base.load(fromByteOffset: position, as: UInt8.self)
+        }
+    }
+
+    /// An iterator from the first byte.
+    public func makeIterator() -> Iterator { Iterator(storage, position: 0) }
+
+    /// Copies the bytes at once (`Array(bytes)`, `[UInt8](bytes)`, `append(contentsOf:)`), where the default would
+    /// copy them one by one through the iterator: a byte loop, and an unoptimized one in a debug build.
+    public func _copyContents(initializing buffer: UnsafeMutableBufferPointer<UInt8>) -> (Iterator, Int) {
+        let copied = Swift.min(buffer.count, storage.count)
+        if copied > 0, let target = buffer.baseAddress {
+            target.initialize(from: storage.base.assumingMemoryBound(to: UInt8.self), count: copied)
+        }
+        withExtendedLifetime(storage) {}
+        return (Iterator(storage, position: copied), copied)
     }
 
     /// Runs `body` with the bytes' memory; the pointer is valid only inside `body`.
@@ -47,12 +87,19 @@ public struct PixelBytes: RandomAccessCollection, Sendable {
 extension PixelBytes: Equatable {
     /// Equal when the bytes are, in order.
     public static func == (lhs: PixelBytes, rhs: PixelBytes) -> Bool {
-        lhs.storage === rhs.storage || lhs.withUnsafeBytes { a in rhs.withUnsafeBytes { b in a.elementsEqual(b) } }
+        lhs.storage === rhs.storage || lhs.withUnsafeBytes { a in rhs.withUnsafeBytes { b in same(a, b) } }
     }
 
     /// Whether the bytes equal `rhs`, in order.
     public static func == (lhs: PixelBytes, rhs: [UInt8]) -> Bool {
-        lhs.withUnsafeBytes { a in rhs.withUnsafeBufferPointer { b in a.elementsEqual(b) } }
+        lhs.withUnsafeBytes { a in rhs.withUnsafeBufferPointer { b in same(a, b) } }
+    }
+
+    /// `memcmp`: the generic `elementsEqual` is a byte loop, and an unoptimized one in the debug builds tests run.
+    private static func same(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard a.count == b.count else { return false }
+        guard a.count > 0, let left = a.baseAddress, let right = b.baseAddress else { return true }
+        return memcmp(left, right, a.count) == 0
     }
 
     /// Whether `lhs` equals the bytes, in order.
