@@ -254,7 +254,8 @@ extension PixelPoolTests {
 
     @Test("bytes copy out whole or in part, and iteration resumes where a partial copy stopped")
     func bytesCopyOutAtOnce() {
-        let buffer = PixelBuffer(width: 100, height: 300, layout: .rgba8) { (bytes: UnsafeMutableBufferPointer<UInt8>) in
+        let buffer = PixelBuffer(width: 100, height: 300, layout: .rgba8) {
+            (bytes: UnsafeMutableBufferPointer<UInt8>) in
             for i in bytes.indices { bytes[i] = UInt8(truncatingIfNeeded: i &* 7) }
         }
         let all = Array(buffer.bytes)
