@@ -91,11 +91,13 @@ enum HEIFDecoder {
             handle, chroma: alpha ? heif_chroma_interleaved_RGBA : heif_chroma_interleaved_RGB, options: options,
             toEightBits: true)
         let channels = alpha ? 4 : 3
-        let (width, height, bytes) = try copyPlane(image, bytesPerPixel: channels)
         let premultiplied = alpha && heif_image_handle_is_premultiplied_alpha(handle.pointer) != 0
-        return try PixelBuffer(
-            width: width, height: height, layout: alpha ? .rgba8 : .rgb8,
-            alphaMode: alpha ? (premultiplied ? .premultiplied : .straight) : nil, validating: bytes)
+        // Straight into pooled storage: copyRows writes every byte.
+        return try withPlane(image, bytesPerPixel: channels) { width, height, copyRows throws(ImageError) in
+            try PixelBuffer(
+                validatingWidth: width, height: height, layout: alpha ? .rgba8 : .rgb8,
+                alphaMode: alpha ? (premultiplied ? .premultiplied : .straight) : nil, initializingWith: copyRows)
+        }
     }
 
     /// Decodes to 16-bit samples (full range, native order) for a colour conversion before the reduction.
@@ -108,7 +110,15 @@ enum HEIFDecoder {
             options: options, toEightBits: false)
         let channels = alpha ? 4 : 3
         let bits = Int(heif_image_get_bits_per_pixel_range(image.pointer, heif_channel_interleaved))
-        var (width, height, bytes) = try copyPlane(image, bytesPerPixel: channels * 2)
+        var (width, height, bytes) = try withPlane(image, bytesPerPixel: channels * 2) { width, height, copyRows in
+            (
+                width, height,
+                [UInt8](unsafeUninitializedCapacity: width * height * channels * 2) { out, initialized in
+                    copyRows(out)
+                    initialized = out.count
+                }
+            )
+        }
         let maximum = bits > 0 && bits < 16 ? (1 << bits) - 1 : 65535
         if maximum != 65535 {
             bytes.withUnsafeMutableBytes { raw in
@@ -144,8 +154,13 @@ enum HEIFDecoder {
         return HEIFImage(pointer: raw)
     }
 
-    /// The interleaved plane, rows packed tightly.
-    private static func copyPlane(_ image: HEIFImage, bytesPerPixel: Int) throws(ImageError) -> (Int, Int, [UInt8]) {
+    /// Runs `body` with the size of `image`'s interleaved plane and a function that copies its rows, packed
+    /// (`width × bytesPerPixel` bytes each), into a buffer of exactly that many rows; the plane's memory is reached
+    /// only inside `body`.
+    private static func withPlane<R>(
+        _ image: HEIFImage, bytesPerPixel: Int,
+        _ body: (Int, Int, (UnsafeMutableBufferPointer<UInt8>) -> Void) throws(ImageError) -> R
+    ) throws(ImageError) -> R {
         let width = Int(heif_image_get_width(image.pointer, heif_channel_interleaved))
         let height = Int(heif_image_get_height(image.pointer, heif_channel_interleaved))
         var stride: Int32 = 0
@@ -154,7 +169,8 @@ enum HEIFDecoder {
             Int(stride) >= width * bytesPerPixel
         else { throw HEIFStatus.missing("the decoded image has no interleaved plane", stage: .decode) }
         let rowBytes = width * bytesPerPixel
-        let bytes = [UInt8](unsafeUninitializedCapacity: rowBytes * height) { out, initialized in
+        let result = try body(width, height) { out in
+            precondition(out.count == rowBytes * height, "HEIF plane copy: buffer of \(out.count) bytes")
             if Int(stride) == rowBytes {
                 out.baseAddress!.update(from: plane, count: rowBytes * height)
             } else {
@@ -162,9 +178,9 @@ enum HEIFDecoder {
                     (out.baseAddress! + y * rowBytes).update(from: plane + y * Int(stride), count: rowBytes)
                 }
             }
-            initialized = rowBytes * height
         }
-        return (width, height, bytes)
+        withExtendedLifetime(image) {}
+        return result
     }
 
     /// One channel of RGB(A) pixels whose channels are equal (a monochrome file decoded to RGB).
@@ -173,18 +189,17 @@ enum HEIFDecoder {
         let inStep = alpha ? 4 : 3
         let outStep = alpha ? 2 : 1
         let count = source.width * source.height
-        let bytes = [UInt8](unsafeUninitializedCapacity: count * outStep) { out, initialized in
+        return PixelBuffer(
+            width: source.width, height: source.height, layout: alpha ? .grayAlpha8 : .gray8,
+            alphaMode: source.alphaMode
+        ) { (out: UnsafeMutableBufferPointer<UInt8>) in
             source.withUnsafeBytes { src in
                 for i in 0..<count {
                     out[i * outStep] = src[i * inStep]
                     if alpha { out[i * outStep + 1] = src[i * inStep + 3] }
                 }
             }
-            initialized = count * outStep
         }
-        return PixelBuffer(
-            width: source.width, height: source.height, layout: alpha ? .grayAlpha8 : .gray8,
-            alphaMode: source.alphaMode, bytes: bytes)
     }
 
     private static func grayOf(_ rgb: ColorSamples) throws(ImageError) -> ColorSamples {

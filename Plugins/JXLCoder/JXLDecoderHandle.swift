@@ -183,25 +183,24 @@ final class JXLDecoderHandle {
         return count
     }
 
-    /// After `.needImageOutBuffer`: decodes the frame into a new array (libjxl writes straight into it) and
-    /// returns it at `.fullImage`. The array's storage is only handed to libjxl inside this call; a failure
-    /// leaves the decoder needing ``restart()``.
-    func decodeFrame() throws(ImageError) -> [UInt8] {
+    /// After `.needImageOutBuffer`: decodes the frame into a new buffer of pooled storage (libjxl writes straight
+    /// into it) and returns it at `.fullImage`. The storage is only handed to libjxl inside this call, and a frame
+    /// that does not reach `.fullImage` makes no buffer (so no recycled byte is ever seen); a failure leaves the
+    /// decoder needing ``restart()``.
+    func decodeFrame() throws(ImageError) -> PixelBuffer {
         let count = try frameByteCount()
+        let size = storedSize
         var format = pixelFormat
-        var failure: ImageError?
-        let pixels = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
-            initialized = 0
-            guard JxlDecoderSetImageOutBuffer(decoder, &format, buffer.baseAddress, count) == JXL_DEC_SUCCESS else {
-                failure = JXLStatus.decode(JXL_DEC_ERROR, "cannot set the output buffer")
-                return
-            }
-            do throws(ImageError) {
+        do throws(ImageError) {
+            return try PixelBuffer(
+                validatingWidth: size.width, height: size.height, layout: layout, alphaMode: alphaMode
+            ) { buffer throws(ImageError) in
+                guard buffer.count == count,
+                    JxlDecoderSetImageOutBuffer(decoder, &format, buffer.baseAddress, count) == JXL_DEC_SUCCESS
+                else { throw JXLStatus.decode(JXL_DEC_ERROR, "cannot set the output buffer") }
                 while true {
                     switch try next() {
-                    case .fullImage:
-                        initialized = count
-                        return
+                    case .fullImage: return
                     case .progression: continue
                     case .needMoreInput:
                         throw JXLStatus.decode(JXL_DEC_NEED_MORE_INPUT, "the frame is incomplete")
@@ -209,15 +208,16 @@ final class JXLDecoderHandle {
                         throw JXLStatus.decode(JXL_DEC_ERROR, "the frame ended without its pixels")
                     }
                 }
-            } catch {
-                failure = error
             }
-        }
-        if let failure {
+        } catch {
             needsReset = true
-            throw failure
+            throw error
         }
-        return pixels
+    }
+
+    /// How the decoded colour relates to alpha: premultiplied when the file says so.
+    var alphaMode: AlphaMode {
+        layout.hasAlpha && (info?.alpha_premultiplied ?? 0) != 0 ? .premultiplied : .straight
     }
 
     /// After `.needImageOutBuffer` in incremental decoding: gives libjxl a buffer the handle owns, so a frame can

@@ -78,9 +78,10 @@ final class JXLFrameReader {
             switch try handle.next() {
             case .needImageOutBuffer:
                 try options.animationBudget.spendWork(canvas, from: &workSpent)
-                let bytes = try handle.decodeFrame()
+                let decoded = try handle.decodeFrame()
                 nextIndex += 1
-                return ImageFrame(pixels: try pixels(bytes), duration: duration)
+                return ImageFrame(
+                    pixels: Self.shaped(decoded, orientation: orientation, options: options), duration: duration)
             case .success, .needMoreInput:
                 throw JXLStatus.badData("frame \(index) is missing")
             default:
@@ -89,22 +90,23 @@ final class JXLFrameReader {
         }
     }
 
-    /// Wraps decoded samples, then orients and resamples them as the options ask.
-    func pixels(_ bytes: [UInt8]) throws(ImageError) -> PixelBuffer {
-        try Self.pixels(bytes, from: handle, orientation: orientation, options: options)
-    }
-
-    /// Wraps samples `handle` decoded (its stored size and layout), then orients and resamples them as `options`
-    /// ask: what a frame and a preview of it both go through.
+    /// Wraps samples `handle` decoded into a buffer of its own (its stored size and layout), then orients and
+    /// resamples them as `options` ask: what a preview goes through.
     static func pixels(
         _ bytes: [UInt8], from handle: JXLDecoderHandle, orientation: ImageOrientation, options: ImageDecodeOptions
     ) throws(ImageError) -> PixelBuffer {
         let stored = handle.storedSize
-        let layout = handle.layout
-        let premultiplied = layout.hasAlpha && (handle.info?.alpha_premultiplied ?? 0) != 0
-        var pixels = try PixelBuffer(
-            width: stored.width, height: stored.height, layout: layout,
-            alphaMode: premultiplied ? .premultiplied : .straight, validating: bytes)
+        let pixels = try PixelBuffer(
+            width: stored.width, height: stored.height, layout: handle.layout, alphaMode: handle.alphaMode,
+            validating: bytes)
+        return shaped(pixels, orientation: orientation, options: options)
+    }
+
+    /// A decoded frame or preview oriented and resampled as `options` ask.
+    static func shaped(
+        _ decoded: PixelBuffer, orientation: ImageOrientation, options: ImageDecodeOptions
+    ) -> PixelBuffer {
+        var pixels = decoded
         if options.applyOrientation { pixels = pixels.oriented(orientation) }
         let target = options.targetSize(forSourceWidth: pixels.width, height: pixels.height)
         if pixels.width != target.width || pixels.height != target.height {
