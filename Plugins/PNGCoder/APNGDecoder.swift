@@ -76,9 +76,8 @@ enum APNGDecoder {
     static func makeFrame(
         _ canvas: [UInt8], structure: APNGStructure, target: PixelSize, duration: Double
     ) throws(ImageError) -> ImageFrame {
-        let full = try PixelBuffer(
-            width: structure.width, height: structure.height, layout: .rgba8, alphaMode: .straight,
-            validating: canvas)
-        return ImageFrame(pixels: full.areaResampled(width: target.width, height: target.height), duration: duration)
+        let pixels = try PixelBuffer.frame(
+            fromCanvas: canvas, width: structure.width, height: structure.height, target: target)
+        return ImageFrame(pixels: pixels, duration: duration)
     }
 }

@@ -258,7 +258,7 @@ public struct PixelBuffer: Hashable, Sendable {
         return (total, o1 || o2)
     }
 
-    private static func validatedRowBytes(
+    static func validatedRowBytes(
         width: Int, height: Int, layout: PixelLayout, bytesPerRow: Int?, available: Int?
     ) throws(ImageError) -> Int {
         func invalid(_ why: String) -> ImageError {
