@@ -35,8 +35,13 @@ lint:
 format:
 	$(SWIFT) format format --in-place --recursive --configuration .swift-format Package.swift Sources Plugins Tests Examples Benchmarks/Benchmarks
 
-## Benchmarks (release build, separate package); see CONTRIBUTING.md.
+## Benchmarks (release build, separate package): the benchmark package and its out-of-process baselines (libvips,
+## Pillow, wrk) in one run, written to Benchmarks/RESULTS.md; see Benchmarks/README.md. `bench-package` runs only the
+## benchmark package (no table).
 bench: deps
+	Benchmarks/run.sh
+
+bench-package: deps
 	cd Benchmarks && $(SWIFT) package --allow-writing-to-package-directory benchmark
 
 ## The image-proxy benchmark of issue 22 (not in CI): the ThumbnailServer (release) against thumbor 7.8 from PyPI,
