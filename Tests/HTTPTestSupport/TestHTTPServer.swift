@@ -199,9 +199,7 @@ private final class ScriptedHTTPHandler: ChannelInboundHandler {
         case .respond(let status, let headers, let body):
             var fields = HTTPHeaders(headers)
             fields.replaceOrAdd(name: "Content-Length", value: "\(body.count)")
-            context.write(
-                wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: fields))),
-                promise: nil)
+            writeHead(fields, status: status, context: context)
             if !body.isEmpty {
                 context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: body)))), promise: nil)
             }
@@ -209,22 +207,13 @@ private final class ScriptedHTTPHandler: ChannelInboundHandler {
         case .chunked(let headers, let parts, let interval):
             var fields = HTTPHeaders(headers)
             fields.replaceOrAdd(name: "Transfer-Encoding", value: "chunked")
-            context.writeAndFlush(
-                wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: fields))), promise: nil)
+            writeHead(fields, flush: true, context: context)
             sendParts(parts[...], interval: interval, context: context)
         case .endless(let chunkSize):
-            var fields = HTTPHeaders()
-            fields.add(name: "Content-Type", value: "image/png")
-            fields.add(name: "Transfer-Encoding", value: "chunked")
-            context.writeAndFlush(
-                wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: fields))), promise: nil)
+            writeHead(Self.chunkedPNG, flush: true, context: context)
             sendForever(ByteBuffer(repeating: 0x42, count: chunkSize), context: context)
         case .truncated(let declared, let body):
-            var fields = HTTPHeaders()
-            fields.add(name: "Content-Type", value: "image/png")
-            fields.add(name: "Content-Length", value: "\(declared)")
-            context.write(
-                wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: fields))), promise: nil)
+            writeHead(["Content-Type": "image/png", "Content-Length": "\(declared)"], context: context)
             context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: body)))), promise: nil)
             context.close(promise: nil)
         case .stall:
@@ -239,19 +228,14 @@ private final class ScriptedHTTPHandler: ChannelInboundHandler {
         case .streamed(let headers, let prefix, let total, let chunkSize):
             var fields = HTTPHeaders(headers)
             fields.replaceOrAdd(name: "Content-Length", value: "\(total)")
-            context.write(
-                wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: fields))), promise: nil)
+            writeHead(fields, context: context)
             let stats = self.stats
             context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: prefix))))).whenSuccess {
                 stats.withLock { $0.bodyBytesWritten += prefix.count }
             }
             streamBody(total - prefix.count, chunkSize: chunkSize, context: context)
         case .drip(let interval):
-            var fields = HTTPHeaders()
-            fields.add(name: "Content-Type", value: "image/png")
-            fields.add(name: "Transfer-Encoding", value: "chunked")
-            context.writeAndFlush(
-                wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: fields))), promise: nil)
+            writeHead(Self.chunkedPNG, flush: true, context: context)
             dripForever(interval: interval, context: context)
         case .hold(let gate, let next):
             let resume = resumer(context: context) { handler, context in
@@ -261,8 +245,7 @@ private final class ScriptedHTTPHandler: ChannelInboundHandler {
         case .splitAtGate(let gate, let headers, let body, let split):
             var fields = HTTPHeaders(headers)
             fields.replaceOrAdd(name: "Content-Length", value: "\(body.count)")
-            context.write(
-                wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: fields))), promise: nil)
+            writeHead(fields, context: context)
             context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: body[..<split])))), promise: nil)
             let rest = Array(body[split...])
             let finish: (ScriptedHTTPHandler, ChannelHandlerContext) -> Void = { handler, context in
@@ -273,6 +256,17 @@ private final class ScriptedHTTPHandler: ChannelInboundHandler {
             let resume = resumer(context: context, finish)
             if !park(at: gate, resume) { finish(self, context) }
         }
+    }
+
+    /// The head of an endless or dripping body: a PNG of unknown length.
+    private static let chunkedPNG: HTTPHeaders = ["Content-Type": "image/png", "Transfer-Encoding": "chunked"]
+
+    /// Writes a response head; flushed when the body follows on a schedule of its own.
+    private func writeHead(
+        _ fields: HTTPHeaders, status: HTTPResponseStatus = .ok, flush: Bool = false, context: ChannelHandlerContext
+    ) {
+        let head = wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: fields)))
+        if flush { context.writeAndFlush(head, promise: nil) } else { context.write(head, promise: nil) }
     }
 
     private func streamBody(_ remaining: Int, chunkSize: Int, context: ChannelHandlerContext) {

@@ -95,9 +95,11 @@ import Testing
             }
             return 1
         }
-        let first = Task { try await flights.value(for: "k", work) }
-        let second = Task { try await flights.value(for: "k", work) }
-        while started.value == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        // Both callers must be in the flight before the first leaves: `joined` is told once a call is counted.
+        let entered = Locked(0)
+        let first = Task { try await flights.value(for: "k", joined: { _ in entered.withLock { $0 += 1 } }, work) }
+        let second = Task { try await flights.value(for: "k", joined: { _ in entered.withLock { $0 += 1 } }, work) }
+        while started.value == 0 || entered.value < 2 { try await Task.sleep(for: .milliseconds(5)) }
         first.cancel()
         _ = await first.result
         #expect(cancelled.value == 0, "a caller is still waiting")
