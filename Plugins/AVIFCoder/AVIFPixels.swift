@@ -37,25 +37,7 @@ enum AVIFPixels {
                 throw AVIFStatus.decode(status, diagnostics: "", "cannot convert the AVIF frame to RGB")
             }
         }
-        return image.pointee.yuvFormat == AVIF_PIXEL_FORMAT_YUV400 ? gray(pixels) : pixels
+        return image.pointee.yuvFormat == AVIF_PIXEL_FORMAT_YUV400 ? pixels.grayFromEqualChannels() : pixels
     }
 
-    /// Keeps one colour channel of an RGB(A) buffer whose channels are equal (a monochrome AVIF).
-    static func gray(_ source: PixelBuffer) -> PixelBuffer {
-        let alpha = source.layout == .rgba8
-        let inStep = alpha ? 4 : 3
-        let outStep = alpha ? 2 : 1
-        let count = source.width * source.height
-        return PixelBuffer(
-            width: source.width, height: source.height, layout: alpha ? .grayAlpha8 : .gray8,
-            alphaMode: source.alphaMode
-        ) { (out: UnsafeMutableBufferPointer<UInt8>) in
-            source.withUnsafeBytes { src in
-                for i in 0..<count {
-                    out[i * outStep] = src[i * inStep]
-                    if alpha { out[i * outStep + 1] = src[i * inStep + 3] }
-                }
-            }
-        }
-    }
 }

@@ -31,7 +31,7 @@ final class AVIFImageView {
 /// Each strip is converted with two rows of margin on either side when chroma is subsampled vertically, so the
 /// chroma upsampling of every row sees the same neighbours as in a whole-image conversion: the result is byte for
 /// byte the full conversion, cropped, then `areaResampled`. Monochrome images keep one channel per strip, as
-/// ``AVIFPixels/gray(_:)`` does. Not thread-safe: used inside one frame decode.
+/// `PixelBuffer.grayFromEqualChannels()` does. Not thread-safe: used inside one frame decode.
 enum AVIFStripReducer {
     /// RGB(A) bytes per strip, before the margins.
     static let stripBytes = 512 * 1024

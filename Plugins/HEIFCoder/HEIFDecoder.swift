@@ -57,7 +57,7 @@ enum HEIFDecoder {
                 converted = true
             } else {
                 pixels = try decodePixels(handle, options: options)
-                if graph.isMonochrome(primary.id) { pixels = gray(pixels) }
+                if graph.isMonochrome(primary.id) { pixels = pixels.grayFromEqualChannels() }
             }
             let target = options.targetSize(forSourceWidth: pixels.width, height: pixels.height)
             if target.width != pixels.width || target.height != pixels.height {
@@ -181,25 +181,6 @@ enum HEIFDecoder {
         }
         withExtendedLifetime(image) {}
         return result
-    }
-
-    /// One channel of RGB(A) pixels whose channels are equal (a monochrome file decoded to RGB).
-    static func gray(_ source: PixelBuffer) -> PixelBuffer {
-        let alpha = source.layout == .rgba8
-        let inStep = alpha ? 4 : 3
-        let outStep = alpha ? 2 : 1
-        let count = source.width * source.height
-        return PixelBuffer(
-            width: source.width, height: source.height, layout: alpha ? .grayAlpha8 : .gray8,
-            alphaMode: source.alphaMode
-        ) { (out: UnsafeMutableBufferPointer<UInt8>) in
-            source.withUnsafeBytes { src in
-                for i in 0..<count {
-                    out[i * outStep] = src[i * inStep]
-                    if alpha { out[i * outStep + 1] = src[i * inStep + 3] }
-                }
-            }
-        }
     }
 
     private static func grayOf(_ rgb: ColorSamples) throws(ImageError) -> ColorSamples {

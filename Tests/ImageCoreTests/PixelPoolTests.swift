@@ -270,4 +270,17 @@ extension PixelPoolTests {
         #expect(rest.next() == all[1_000] && rest.next() == all[1_001])
         #expect(buffer.bytes.reduce(0) { $0 &+ Int($1) } == all.reduce(0) { $0 &+ Int($1) })
     }
+
+    @Test("gray from equal channels keeps the first channel and alpha, skipping row padding")
+    func grayFromEqualChannelsSkipsPadding() throws {
+        // 2×2 RGBA with 4 bytes of padding per row.
+        let rgba = try PixelBuffer(
+            width: 2, height: 2, layout: .rgba8, alphaMode: .straight, bytesPerRow: 12,
+            validating: [10, 10, 10, 1, 20, 20, 20, 2, 99, 99, 99, 99, 30, 30, 30, 3, 40, 40, 40, 4, 99, 99, 99, 99])
+        let gray = rgba.grayFromEqualChannels()
+        #expect(gray.layout == .grayAlpha8 && gray.alphaMode == .straight && gray.bytesPerRow == 4)
+        #expect(gray.bytes == [10, 1, 20, 2, 30, 3, 40, 4])
+        let rgb = PixelBuffer(width: 3, height: 1, layout: .rgb8, bytes: [5, 5, 5, 6, 6, 6, 7, 7, 7])
+        #expect(rgb.grayFromEqualChannels().bytes == [5, 6, 7] && rgb.grayFromEqualChannels().layout == .gray8)
+    }
 }

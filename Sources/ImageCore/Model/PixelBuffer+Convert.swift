@@ -63,3 +63,30 @@ extension PixelBuffer {
         }
     }
 }
+
+extension PixelBuffer {
+    /// The first colour channel (and alpha) of an RGB(A) buffer whose three channels are equal, as gray (gray with
+    /// alpha): what a monochrome AVIF or HEIF decodes to through an RGB conversion. Other layouts are returned as
+    /// they are. Written into pooled storage; the source's row padding is skipped.
+    package func grayFromEqualChannels() -> PixelBuffer {
+        guard layout == .rgb8 || layout == .rgba8 else { return self }
+        let alpha = layout == .rgba8
+        let inStep = alpha ? 4 : 3
+        let outStep = alpha ? 2 : 1
+        let (width, height, sourceRow) = (self.width, self.height, bytesPerRow)
+        return PixelBuffer(
+            width: width, height: height, layout: alpha ? .grayAlpha8 : .gray8, alphaMode: alphaMode
+        ) { (out: UnsafeMutableBufferPointer<UInt8>) in
+            withUnsafeBytes { src in
+                for y in 0..<height {
+                    let from = y * sourceRow
+                    let to = y * width * outStep
+                    for x in 0..<width {
+                        out[to + x * outStep] = src[from + x * inStep]
+                        if alpha { out[to + x * outStep + 1] = src[from + x * inStep + 3] }
+                    }
+                }
+            }
+        }
+    }
+}
