@@ -72,8 +72,9 @@ public final class PNGCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendable
     /// ``/ImageCore/ImageEncodeOptions/effort`` for the speed trade-off.
     ///
     /// Compression is libdeflate's: `.fast` is level 1 with the Paeth filter on every row (use it wherever the SDK
-    /// encodes on its own), `.balanced` the per-row filter heuristic with level 1 for photographs and 9 for
-    /// drawings and flat colour (picked from the filtered data), `.best` level 12; `progressive` writes Adam7
+    /// encodes on its own), `.balanced` the per-row filter heuristic with level 1 for photographs, 6 for
+    /// photographs with large smooth areas and 9 for drawings and flat colour (picked from the filtered data),
+    /// `.best` level 12; `progressive` writes Adam7
     /// (through libpng, as images with an ICC profile are). An APNG holds every frame whole
     /// (dispose `none`, blend `source`), the first frame as the default image, the durations in milliseconds and
     /// the loop count; frames beyond the image's ``/ImageCore/AnimationBudget`` are refused before any is encoded (or
