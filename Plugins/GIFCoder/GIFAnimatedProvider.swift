@@ -38,11 +38,11 @@ final class GIFAnimatedProvider: AnimatedImageProvider {
     }
 
     func frame(at index: Int) throws -> ImageFrame {
-        let canvas = try compositor.withLock { (state: inout GIFCompositor?) throws(ImageError) -> [UInt8] in
+        let canvas = try compositor.withLock { (state: inout GIFCompositor?) throws(ImageError) -> PixelBuffer in
             if state == nil { state = try GIFCompositor(bytes: bytes, structure: structure, budget: budget) }
             return try state!.canvas(at: index)
         }
         // Resampling runs outside the lock: it needs only this frame's pixels.
-        return try GIFCoder.makeFrame(canvas, structure: structure, target: target, duration: duration(at: index))
+        return GIFCoder.makeFrame(canvas, target: target, duration: duration(at: index))
     }
 }

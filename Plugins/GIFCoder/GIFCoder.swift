@@ -110,9 +110,9 @@ public final class GIFCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendable
             isPartial: isPartial, isIncomplete: !isPartial && structure.endsBeforeTrailer)
         let still = count == 1
         func frame(_ index: Int) throws(ImageError) -> ImageFrame {
-            try makeFrame(
-                try compositor.canvas(at: index), structure: structure, target: target,
-                duration: still ? 0 : structure.frames[index].duration)
+            makeFrame(
+                try compositor.canvas(at: index), target: target, duration: still ? 0 : structure.frames[index].duration
+            )
         }
         if still || options.preloadAllFrames {
             var frames: [ImageFrame] = []
@@ -129,11 +129,13 @@ public final class GIFCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendable
             animatedProvider: provider, animationBudget: budget)
     }
 
-    static func makeFrame(
-        _ canvas: [UInt8], structure: GIFStructure, target: PixelSize, duration: Double
-    ) throws(ImageError) -> ImageFrame {
-        let pixels = try PixelBuffer.frame(
-            fromCanvas: canvas, width: structure.width, height: structure.height, target: target)
+    /// The frame at `target` size: the canvas itself at full size (its storage is shared; the compositor copies
+    /// before it draws again), else area-averaged straight from it.
+    static func makeFrame(_ canvas: PixelBuffer, target: PixelSize, duration: Double) -> ImageFrame {
+        let sameSize = target.width == canvas.width && target.height == canvas.height
+        let pixels =
+            sameSize
+            ? canvas : canvas.areaResampled(width: max(1, target.width), height: max(1, target.height))
         return ImageFrame(pixels: pixels, duration: duration)
     }
 }

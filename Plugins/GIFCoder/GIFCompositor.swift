@@ -17,7 +17,9 @@ final class GIFCompositor {
     private(set) var workSpent = 0
     private let bytes: [UInt8]
     private var handle: GIFDecodeHandle
-    private var canvas: [UInt8]
+    /// Pooled storage: a still image's frame at full size is this buffer itself, not a copy. A frame that shares it
+    /// when the next frame is drawn makes the draw copy it first (copy-on-write), so a returned frame never changes.
+    private var canvas: PixelBuffer
     private var row: [UInt8] = []
     /// Index of the frame ``advance()`` draws next.
     private(set) var nextIndex = 0
@@ -53,11 +55,15 @@ final class GIFCompositor {
         self.structure = structure
         self.budget = budget
         self.handle = try GIFDecodeHandle(bytes: bytes)
-        self.canvas = [UInt8](repeating: 0, count: structure.width * structure.height * 4)
+        self.canvas = try Self.blankCanvas(structure)
     }
 
-    /// The canvas after drawing frame `index` (shares storage until the next draw mutates it).
-    func canvas(at index: Int) throws(ImageError) -> [UInt8] {
+    private static func blankCanvas(_ structure: GIFStructure) throws(ImageError) -> PixelBuffer {
+        try PixelBuffer(zeroedWidth: structure.width, height: structure.height, layout: .rgba8, alphaMode: .straight)
+    }
+
+    /// The canvas after drawing frame `index` (shares storage until the next draw copies it).
+    func canvas(at index: Int) throws(ImageError) -> PixelBuffer {
         guard index >= 0 && index < structure.frames.count else {
             throw GIFErrors.malformed("frame \(index) out of range 0..<\(structure.frames.count)")
         }
@@ -68,7 +74,7 @@ final class GIFCompositor {
 
     private func restart() throws(ImageError) {
         handle = try GIFDecodeHandle(bytes: bytes)
-        canvas = [UInt8](repeating: 0, count: structure.width * structure.height * 4)
+        canvas = try Self.blankCanvas(structure)
         nextIndex = 0
         pending = nil
         workSpent = 0
@@ -121,7 +127,7 @@ final class GIFCompositor {
         let width = structure.width
         row.withUnsafeBufferPointer { indices in
             palette.withUnsafeBufferPointer { colors in
-                canvas.withUnsafeMutableBufferPointer { pixels in
+                canvas.withUnsafeMutableBytes { pixels in
                     var out = (canvasY * width + rect.x0) * 4
                     for x in rect.x0..<rect.x1 {
                         let entry = Int(indices[x - frame.left]) * 4
@@ -143,10 +149,13 @@ final class GIFCompositor {
         guard let pending, !pending.rect.isEmpty else { return }
         switch pending.frame.disposal {
         case 2:
-            let rowBytes = (pending.rect.x1 - pending.rect.x0) * 4
-            for y in pending.rect.y0..<pending.rect.y1 {
-                let start = (y * structure.width + pending.rect.x0) * 4
-                canvas.replaceSubrange(start..<start + rowBytes, with: repeatElement(0, count: rowBytes))
+            let rect = pending.rect, width = structure.width
+            canvas.withUnsafeMutableBytes { pixels in
+                for y in rect.y0..<rect.y1 {
+                    let start = (y * width + rect.x0) * 4
+                    UnsafeMutableBufferPointer(rebasing: pixels[start..<start + (rect.x1 - rect.x0) * 4]).update(
+                        repeating: 0)
+                }
             }
         case 3:
             if let saved = pending.saved { pasteRect(saved, pending.rect) }
@@ -156,20 +165,28 @@ final class GIFCompositor {
     }
 
     private func copyRect(_ rect: ClipRect) -> [UInt8] {
+        let rowBytes = (rect.x1 - rect.x0) * 4, width = structure.width
         var out: [UInt8] = []
-        out.reserveCapacity((rect.x1 - rect.x0) * (rect.y1 - rect.y0) * 4)
-        for y in rect.y0..<rect.y1 {
-            let start = (y * structure.width + rect.x0) * 4
-            out.append(contentsOf: canvas[start..<start + (rect.x1 - rect.x0) * 4])
+        out.reserveCapacity(rowBytes * (rect.y1 - rect.y0))
+        canvas.withUnsafeBytes { pixels in
+            for y in rect.y0..<rect.y1 {
+                let start = (y * width + rect.x0) * 4
+                out.append(contentsOf: pixels[start..<start + rowBytes])
+            }
         }
         return out
     }
 
     private func pasteRect(_ saved: [UInt8], _ rect: ClipRect) {
-        let rowBytes = (rect.x1 - rect.x0) * 4
-        for (i, y) in (rect.y0..<rect.y1).enumerated() {
-            let start = (y * structure.width + rect.x0) * 4
-            canvas.replaceSubrange(start..<start + rowBytes, with: saved[i * rowBytes..<(i + 1) * rowBytes])
+        let rowBytes = (rect.x1 - rect.x0) * 4, width = structure.width
+        canvas.withUnsafeMutableBytes { pixels in
+            saved.withUnsafeBufferPointer { saved in
+                for (i, y) in (rect.y0..<rect.y1).enumerated() {
+                    let start = (y * width + rect.x0) * 4
+                    _ = UnsafeMutableBufferPointer(rebasing: pixels[start..<start + rowBytes]).initialize(
+                        from: saved[i * rowBytes..<(i + 1) * rowBytes])
+                }
+            }
         }
     }
 
