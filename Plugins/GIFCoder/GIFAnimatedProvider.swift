@@ -38,7 +38,7 @@ final class GIFAnimatedProvider: AnimatedImageProvider {
     }
 
     func frame(at index: Int) throws -> ImageFrame {
-        let canvas = try compositor.withLock { (state: inout GIFCompositor?) throws(ImageError) -> PixelBuffer in
+        let canvas = try compositor.withLock { (state: inout GIFCompositor?) throws(ImageError) -> CompositingCanvas in
             if state == nil { state = try GIFCompositor(bytes: bytes, structure: structure, budget: budget) }
             return try state!.canvas(at: index)
         }

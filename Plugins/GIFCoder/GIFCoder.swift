@@ -129,13 +129,8 @@ public final class GIFCoder: ProgressiveImageCoder, AnimatedImageCoder, Sendable
             animatedProvider: provider, animationBudget: budget)
     }
 
-    /// The frame at `target` size: the canvas itself at full size (its storage is shared; the compositor copies
-    /// before it draws again), else area-averaged straight from it.
-    static func makeFrame(_ canvas: PixelBuffer, target: PixelSize, duration: Double) -> ImageFrame {
-        let sameSize = target.width == canvas.width && target.height == canvas.height
-        let pixels =
-            sameSize
-            ? canvas : canvas.areaResampled(width: max(1, target.width), height: max(1, target.height))
-        return ImageFrame(pixels: pixels, duration: duration)
+    /// The frame at `target` size (see ``/ImageCore/CompositingCanvas/frame(target:)``).
+    static func makeFrame(_ canvas: CompositingCanvas, target: PixelSize, duration: Double) -> ImageFrame {
+        ImageFrame(pixels: canvas.frame(target: target), duration: duration)
     }
 }

@@ -17,9 +17,7 @@ final class GIFCompositor {
     private(set) var workSpent = 0
     private let bytes: [UInt8]
     private var handle: GIFDecodeHandle
-    /// Pooled storage: a still image's frame at full size is this buffer itself, not a copy. A frame that shares it
-    /// when the next frame is drawn makes the draw copy it first (copy-on-write), so a returned frame never changes.
-    private var canvas: PixelBuffer
+    private var canvas: CompositingCanvas
     private var row: [UInt8] = []
     /// Index of the frame ``advance()`` draws next.
     private(set) var nextIndex = 0
@@ -31,6 +29,8 @@ final class GIFCompositor {
     struct ClipRect {
         let x0: Int, y0: Int, x1: Int, y1: Int
         var isEmpty: Bool { x0 >= x1 || y0 >= y1 }
+        var width: Int { x1 - x0 }
+        var height: Int { y1 - y0 }
 
         /// The part of the frame `left, top, width, height` that lies on a `canvasWidth × canvasHeight` canvas.
         init(left: Int, top: Int, width: Int, height: Int, canvasWidth: Int, canvasHeight: Int) {
@@ -55,15 +55,11 @@ final class GIFCompositor {
         self.structure = structure
         self.budget = budget
         self.handle = try GIFDecodeHandle(bytes: bytes)
-        self.canvas = try Self.blankCanvas(structure)
+        self.canvas = try CompositingCanvas(width: structure.width, height: structure.height)
     }
 
-    private static func blankCanvas(_ structure: GIFStructure) throws(ImageError) -> PixelBuffer {
-        try PixelBuffer(zeroedWidth: structure.width, height: structure.height, layout: .rgba8, alphaMode: .straight)
-    }
-
-    /// The canvas after drawing frame `index` (shares storage until the next draw copies it).
-    func canvas(at index: Int) throws(ImageError) -> PixelBuffer {
+    /// The canvas after drawing frame `index` (a frame taken from it stays unchanged by later draws).
+    func canvas(at index: Int) throws(ImageError) -> CompositingCanvas {
         guard index >= 0 && index < structure.frames.count else {
             throw GIFErrors.malformed("frame \(index) out of range 0..<\(structure.frames.count)")
         }
@@ -74,7 +70,7 @@ final class GIFCompositor {
 
     private func restart() throws(ImageError) {
         handle = try GIFDecodeHandle(bytes: bytes)
-        canvas = try Self.blankCanvas(structure)
+        canvas = try CompositingCanvas(width: structure.width, height: structure.height)
         nextIndex = 0
         pending = nil
         workSpent = 0
@@ -97,7 +93,9 @@ final class GIFCompositor {
             meter.framesDecompressed += 1
             meter.pixelsDecompressed += rows * frame.width
         }
-        let saved = frame.disposal == 3 ? copyRect(rect) : nil
+        let saved =
+            frame.disposal == 3
+            ? canvas.copy(x: rect.x0, y: rect.y0, width: rect.width, height: rect.height) : nil
 
         handle.reader.cursor = frame.descriptorOffset
         guard try handle.nextRecord() == IMAGE_DESC_RECORD_TYPE else {
@@ -120,7 +118,7 @@ final class GIFCompositor {
     }
 
     /// Decodes frame row `y` and draws its opaque pixels that fall inside the canvas.
-    private func drawRow(_ y: Int, of frame: GIFFrameInfo, _ rect: ClipRect, _ palette: [UInt8]) throws(ImageError) {
+    private func drawRow(_ y: Int, of frame: GIFFrameInfo, _ rect: ClipRect, _ palette: [UInt32]) throws(ImageError) {
         try handle.readRow(&row)
         let canvasY = frame.top + y
         guard !rect.isEmpty, canvasY >= rect.y0 && canvasY < rect.y1 else { return }
@@ -128,16 +126,12 @@ final class GIFCompositor {
         row.withUnsafeBufferPointer { indices in
             palette.withUnsafeBufferPointer { colors in
                 canvas.withUnsafeMutableBytes { pixels in
-                    var out = (canvasY * width + rect.x0) * 4
-                    for x in rect.x0..<rect.x1 {
-                        let entry = Int(indices[x - frame.left]) * 4
-                        if colors[entry + 3] != 0 {
-                            pixels[out] = colors[entry]
-                            pixels[out + 1] = colors[entry + 1]
-                            pixels[out + 2] = colors[entry + 2]
-                            pixels[out + 3] = 255
-                        }
-                        out += 4
+                    let out = UnsafeMutableRawPointer(pixels.baseAddress!) + (canvasY * width + rect.x0) * 4
+                    let first = rect.x0 - frame.left
+                    for x in 0..<rect.width {
+                        // One 4-byte store per drawn pixel; 0 marks an index that is not drawn.
+                        let color = colors[Int(indices[first + x])]
+                        if color != 0 { out.storeBytes(of: color, toByteOffset: x * 4, as: UInt32.self) }
                     }
                 }
             }
@@ -149,59 +143,29 @@ final class GIFCompositor {
         guard let pending, !pending.rect.isEmpty else { return }
         switch pending.frame.disposal {
         case 2:
-            let rect = pending.rect, width = structure.width
-            canvas.withUnsafeMutableBytes { pixels in
-                for y in rect.y0..<rect.y1 {
-                    let start = (y * width + rect.x0) * 4
-                    UnsafeMutableBufferPointer(rebasing: pixels[start..<start + (rect.x1 - rect.x0) * 4]).update(
-                        repeating: 0)
-                }
-            }
+            let rect = pending.rect
+            canvas.clear(x: rect.x0, y: rect.y0, width: rect.width, height: rect.height)
         case 3:
-            if let saved = pending.saved { pasteRect(saved, pending.rect) }
+            let rect = pending.rect
+            if let saved = pending.saved {
+                canvas.paste(saved, x: rect.x0, y: rect.y0, width: rect.width, height: rect.height)
+            }
         default:
             break
         }
     }
 
-    private func copyRect(_ rect: ClipRect) -> [UInt8] {
-        let rowBytes = (rect.x1 - rect.x0) * 4, width = structure.width
-        var out: [UInt8] = []
-        out.reserveCapacity(rowBytes * (rect.y1 - rect.y0))
-        canvas.withUnsafeBytes { pixels in
-            for y in rect.y0..<rect.y1 {
-                let start = (y * width + rect.x0) * 4
-                out.append(contentsOf: pixels[start..<start + rowBytes])
-            }
-        }
-        return out
-    }
-
-    private func pasteRect(_ saved: [UInt8], _ rect: ClipRect) {
-        let rowBytes = (rect.x1 - rect.x0) * 4, width = structure.width
-        canvas.withUnsafeMutableBytes { pixels in
-            saved.withUnsafeBufferPointer { saved in
-                for (i, y) in (rect.y0..<rect.y1).enumerated() {
-                    let start = (y * width + rect.x0) * 4
-                    _ = UnsafeMutableBufferPointer(rebasing: pixels[start..<start + rowBytes]).initialize(
-                        from: saved[i * rowBytes..<(i + 1) * rowBytes])
-                }
-            }
-        }
-    }
-
-    /// A 256-entry RGBA lookup table: alpha 0 marks the transparent index and indices the palette lacks.
-    private static func palette(_ map: UnsafeMutablePointer<ColorMapObject>?, transparent: Int?) -> [UInt8] {
-        var table = [UInt8](repeating: 0, count: 256 * 4)
+    /// A 256-entry table of opaque RGBA pixels as they lie in memory (R, G, B, 255 in byte order); 0 marks the
+    /// transparent index and indices the palette lacks (an opaque pixel is never 0: its alpha byte is 255).
+    private static func palette(_ map: UnsafeMutablePointer<ColorMapObject>?, transparent: Int?) -> [UInt32] {
+        var table = [UInt32](repeating: 0, count: 256)
         if let map, let colors = map.pointee.Colors {
             for i in 0..<min(256, max(0, Int(map.pointee.ColorCount))) {
-                table[i * 4] = colors[i].Red
-                table[i * 4 + 1] = colors[i].Green
-                table[i * 4 + 2] = colors[i].Blue
-                table[i * 4 + 3] = 255
+                let rgba = UInt32(colors[i].Red) | UInt32(colors[i].Green) << 8 | UInt32(colors[i].Blue) << 16
+                table[i] = (rgba | 0xFF00_0000).littleEndian
             }
         }
-        if let transparent, transparent < 256 { table[transparent * 4 + 3] = 0 }
+        if let transparent, transparent < 256 { table[transparent] = 0 }
         return table
     }
 }

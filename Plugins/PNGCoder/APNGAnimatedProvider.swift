@@ -41,14 +41,14 @@ final class APNGAnimatedProvider: AnimatedImageProvider {
     }
 
     func frame(at index: Int) throws -> ImageFrame {
-        let canvas = try compositor.withLock { (state: inout APNGCompositor?) throws(ImageError) -> [UInt8] in
+        let canvas = try compositor.withLock { (state: inout APNGCompositor?) throws(ImageError) -> CompositingCanvas in
             if state == nil {
-                state = APNGCompositor(data: data, structure: structure, header: header, budget: budget)
+                state = try APNGCompositor(data: data, structure: structure, header: header, budget: budget)
             }
             return try state!.canvas(at: index)
         }
         // Resampling runs outside the lock: it needs only this frame's pixels.
-        return try APNGDecoder.makeFrame(canvas, structure: structure, target: target, duration: duration(at: index))
+        return APNGDecoder.makeFrame(canvas, target: target, duration: duration(at: index))
     }
 }
 

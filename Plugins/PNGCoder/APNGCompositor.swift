@@ -18,38 +18,38 @@ final class APNGCompositor {
     private let budget: AnimationBudget
     /// Frame pixels decoded in the current pass.
     private(set) var workSpent = 0
-    private var canvas: [UInt8]
+    private var canvas: CompositingCanvas
     /// Index of the frame ``advance()`` draws next.
     private(set) var nextIndex = 0
     /// The last drawn frame and, for dispose `previous`, the canvas pixels under it before it was drawn.
     private var pending: (frame: APNGFrameInfo, saved: [UInt8]?)?
 
-    init(data: Data, structure: APNGStructure, header: PNGChunks, budget: AnimationBudget) {
+    init(data: Data, structure: APNGStructure, header: PNGChunks, budget: AnimationBudget) throws(ImageError) {
         self.data = data
         self.structure = structure
         self.header = header
         self.budget = budget
-        canvas = [UInt8](repeating: 0, count: structure.width * structure.height * 4)
+        canvas = try CompositingCanvas(width: structure.width, height: structure.height)
     }
 
-    /// The canvas after drawing frame `index` (shares storage until the next draw mutates it).
-    func canvas(at index: Int) throws(ImageError) -> [UInt8] {
+    /// The canvas after drawing frame `index` (a frame taken from it stays unchanged by later draws).
+    func canvas(at index: Int) throws(ImageError) -> CompositingCanvas {
         guard index >= 0 && index < structure.frames.count else {
             throw APNGStructure.damaged("frame \(index) out of range 0..<\(structure.frames.count)")
         }
-        if index < nextIndex { restart() }
+        if index < nextIndex { try restart() }
         do {
             while nextIndex <= index { try advance() }
         } catch {
             // The canvas is only half updated: the next request starts over.
-            restart()
+            try restart()
             throw error
         }
         return canvas
     }
 
-    private func restart() {
-        canvas = [UInt8](repeating: 0, count: structure.width * structure.height * 4)
+    private func restart() throws(ImageError) {
+        canvas = try CompositingCanvas(width: structure.width, height: structure.height)
         nextIndex = 0
         pending = nil
         workSpent = 0
@@ -61,14 +61,16 @@ final class APNGCompositor {
         try budget.spendWork(frame.pixelCount, from: &workSpent)
         let pixels = try decode(frame, index: nextIndex)
         disposePrevious()
-        let saved = frame.dispose == .previous && nextIndex > 0 ? copyRegion(of: frame) : nil
+        let saved =
+            frame.dispose == .previous && nextIndex > 0
+            ? canvas.copy(x: frame.x, y: frame.y, width: frame.width, height: frame.height) : nil
         draw(pixels, frame: frame, blend: nextIndex == 0 ? .source : frame.blend)
         pending = (frame, saved)
         nextIndex += 1
     }
 
     /// The frame's own pixels, RGBA8 straight alpha, `width × height` of its fcTL.
-    private func decode(_ frame: APNGFrameInfo, index: Int) throws(ImageError) -> [UInt8] {
+    private func decode(_ frame: APNGFrameInfo, index: Int) throws(ImageError) -> PixelBuffer {
         let header = APNGFrameStream.header(of: frame, canvas: header)
         do {
             let pixels = try data.withUnsafeBytes { file in
@@ -78,7 +80,7 @@ final class APNGCompositor {
             guard pixels.layout == .rgba8, pixels.width == frame.width, pixels.height == frame.height,
                 pixels.bytesPerRow == frame.width * 4
             else { throw APNGStructure.damaged("frame \(index) decoded to an unexpected layout") }
-            return Array(pixels.bytes)
+            return pixels
         } catch {
             let cause = ImageError.wrap(error, as: .badImageData, stage: .decode)
             throw ImageError(
@@ -90,24 +92,25 @@ final class APNGCompositor {
     /// Applies the previous frame's dispose op.
     private func disposePrevious() {
         guard let pending else { return }
-        switch pending.frame.dispose {
+        let frame = pending.frame
+        switch frame.dispose {
         case .none: break
-        case .background: clearRegion(of: pending.frame)
+        case .background: canvas.clear(x: frame.x, y: frame.y, width: frame.width, height: frame.height)
         case .previous:
             if let saved = pending.saved {
-                pasteRegion(saved, of: pending.frame)
+                canvas.paste(saved, x: frame.x, y: frame.y, width: frame.width, height: frame.height)
             } else {
-                clearRegion(of: pending.frame)
+                canvas.clear(x: frame.x, y: frame.y, width: frame.width, height: frame.height)
             }
         }
     }
 
     /// Draws `pixels` (the frame's RGBA) at the frame's offset.
-    private func draw(_ pixels: [UInt8], frame: APNGFrameInfo, blend: APNGFrameInfo.Blend) {
+    private func draw(_ pixels: PixelBuffer, frame: APNGFrameInfo, blend: APNGFrameInfo.Blend) {
         let canvasWidth = structure.width
         let rowBytes = frame.width * 4
-        pixels.withUnsafeBufferPointer { src in
-            canvas.withUnsafeMutableBufferPointer { dst in
+        pixels.withUnsafeBytes { src in
+            canvas.withUnsafeMutableBytes { dst in
                 for row in 0..<frame.height {
                     let s = row * rowBytes
                     let d = ((frame.y + row) * canvasWidth + frame.x) * 4
@@ -157,36 +160,6 @@ final class APNGCompositor {
                 dst[i + c] = UInt8(min(255, value))
             }
             dst[i + 3] = UInt8((total + 127) / 255)
-        }
-    }
-
-    private func clearRegion(of frame: APNGFrameInfo) {
-        let rowBytes = frame.width * 4
-        canvas.withUnsafeMutableBufferPointer { dst in
-            for row in 0..<frame.height {
-                let d = ((frame.y + row) * structure.width + frame.x) * 4
-                UnsafeMutableRawPointer(dst.baseAddress! + d).initializeMemory(
-                    as: UInt8.self, repeating: 0, count: rowBytes)
-            }
-        }
-    }
-
-    private func copyRegion(of frame: APNGFrameInfo) -> [UInt8] {
-        let rowBytes = frame.width * 4
-        var out: [UInt8] = []
-        out.reserveCapacity(rowBytes * frame.height)
-        for row in 0..<frame.height {
-            let d = ((frame.y + row) * structure.width + frame.x) * 4
-            out.append(contentsOf: canvas[d..<d + rowBytes])
-        }
-        return out
-    }
-
-    private func pasteRegion(_ saved: [UInt8], of frame: APNGFrameInfo) {
-        let rowBytes = frame.width * 4
-        for row in 0..<frame.height {
-            let d = ((frame.y + row) * structure.width + frame.x) * 4
-            canvas.replaceSubrange(d..<d + rowBytes, with: saved[row * rowBytes..<(row + 1) * rowBytes])
         }
     }
 }

@@ -45,15 +45,15 @@ enum APNGDecoder {
                 count = 1
             }
         }
-        let compositor = APNGCompositor(data: data, structure: structure, header: header, budget: budget)
+        let compositor = try APNGCompositor(data: data, structure: structure, header: header, budget: budget)
         let metadata = ImageMetadata(
             iccProfile: structure.hasICCP ? PNGDecoder.iccProfile(of: data) : nil, exif: header.exif,
             sourcePixelWidth: structure.width, sourcePixelHeight: structure.height)
         let still = count == 1
         func frame(_ index: Int) throws(ImageError) -> ImageFrame {
-            try makeFrame(
-                try compositor.canvas(at: index), structure: structure, target: target,
-                duration: still ? 0 : structure.frames[index].duration)
+            makeFrame(
+                try compositor.canvas(at: index), target: target, duration: still ? 0 : structure.frames[index].duration
+            )
         }
         if still || options.preloadAllFrames {
             var frames: [ImageFrame] = []
@@ -72,12 +72,8 @@ enum APNGDecoder {
             animatedProvider: provider, animationBudget: budget)
     }
 
-    /// A composited canvas as a frame at the target size.
-    static func makeFrame(
-        _ canvas: [UInt8], structure: APNGStructure, target: PixelSize, duration: Double
-    ) throws(ImageError) -> ImageFrame {
-        let pixels = try PixelBuffer.frame(
-            fromCanvas: canvas, width: structure.width, height: structure.height, target: target)
-        return ImageFrame(pixels: pixels, duration: duration)
+    /// The frame at `target` size (see ``/ImageCore/CompositingCanvas/frame(target:)``).
+    static func makeFrame(_ canvas: CompositingCanvas, target: PixelSize, duration: Double) -> ImageFrame {
+        ImageFrame(pixels: canvas.frame(target: target), duration: duration)
     }
 }

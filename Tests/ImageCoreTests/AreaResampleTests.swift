@@ -223,28 +223,3 @@ struct SplitMix: RandomNumberGenerator {
         return z ^ (z >> 31)
     }
 }
-
-extension AreaResampleTests {
-    /// GIF and APNG make their frames from the canvas their compositor keeps: the canvas path must give what the
-    /// full-size copy then `areaResampled` gave, and refuse a canvas shorter than its size.
-    @Test("a frame made from an animation canvas equals the full-size buffer resampled; a short canvas is an error")
-    func canvasFramesMatchTheBufferPath() throws {
-        var random = SplitMix(7)
-        let (width, height) = (37, 23)
-        let canvas = (0..<(width * height * 4)).map { _ in UInt8(truncatingIfNeeded: random.next()) }
-        let full = try PixelBuffer(
-            width: width, height: height, layout: .rgba8, alphaMode: .straight, validating: canvas)
-        for target in [
-            PixelSize(width: 9, height: 5), PixelSize(width: 37, height: 23), PixelSize(width: 1, height: 40),
-        ] {
-            let frame = try PixelBuffer.frame(fromCanvas: canvas, width: width, height: height, target: target)
-            #expect(frame == full.areaResampled(width: target.width, height: target.height), "\(target)")
-        }
-        let short = #expect(throws: ImageError.self) {
-            _ = try PixelBuffer.frame(
-                fromCanvas: Array(canvas.dropLast()), width: width, height: height,
-                target: PixelSize(width: 9, height: 5))
-        }
-        #expect(short?.code == .badImageData)
-    }
-}

@@ -36,31 +36,3 @@ extension PixelBuffer {
         AreaResampler.resample(self, width: width, height: height)
     }
 }
-
-extension PixelBuffer {
-    /// A frame of `target` size from the canvas an animation compositor keeps between frames (straight RGBA,
-    /// `width × height`, rows packed): copied into pooled storage when the sizes match, else area-averaged straight
-    /// from the canvas, so a thumbnail of an animation never copies the full-size canvas first.
-    /// - Throws: ``ImageError`` `badImageData` when the canvas is shorter than its geometry, `imageTooLarge` when
-    ///   the system refuses the memory.
-    package static func frame(
-        fromCanvas canvas: [UInt8], width: Int, height: Int, target: PixelSize
-    ) throws(ImageError) -> PixelBuffer {
-        guard target.width > 0, target.height > 0, width > 0, height > 0,
-            target.width != width || target.height != height
-        else {
-            let full = try PixelBuffer(
-                width: width, height: height, layout: .rgba8, alphaMode: .straight, validating: canvas)
-            return full.areaResampled(width: max(1, target.width), height: max(1, target.height))
-        }
-        let rowBytes = try validatedRowBytes(
-            width: width, height: height, layout: .rgba8, bytesPerRow: nil, available: canvas.count)
-        let reducer = AreaReducer(
-            sourceWidth: width, sourceHeight: height, width: target.width, height: target.height, layout: .rgba8,
-            alphaMode: .straight)
-        canvas.withUnsafeBufferPointer { bytes in
-            reducer.push(rows: bytes.baseAddress!, count: height, bytesPerRow: rowBytes)
-        }
-        return reducer.finish()
-    }
-}
