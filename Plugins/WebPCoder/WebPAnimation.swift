@@ -51,8 +51,10 @@ final class WebPAnimDecoderHandle {
     /// The demuxer the animation decoder owns (valid while `self` lives).
     var demux: OpaquePointer? { WebPAnimDecoderGetDemuxer(decoder) }
 
-    /// The fully composited canvas (RGBA, straight alpha) of frame `index`.
-    func canvas(at index: Int) throws(ImageError) -> [UInt8] {
+    /// Frame `index` at `target` size, taken from libwebp's fully composited canvas (RGBA, straight alpha), which
+    /// libwebp owns and reuses for the next frame: at the canvas's size copied once into pooled storage, otherwise
+    /// rescaled by libwebp's rescaler from a picture imported from it.
+    func frame(at index: Int, target: PixelSize, duration: Double) throws(ImageError) -> ImageFrame {
         guard index >= 0 && index < frameCount else {
             throw WebPErrors.malformed("frame \(index) out of range 0..<\(frameCount)")
         }
@@ -74,7 +76,17 @@ final class WebPAnimDecoderHandle {
             }
             nextIndex += 1
         }
-        return Array(UnsafeBufferPointer(start: buffer!, count: canvasWidth * canvasHeight * 4))
+        let canvas = UnsafeBufferPointer(start: UnsafePointer(buffer!), count: canvasWidth * canvasHeight * 4)
+        guard target.width != canvasWidth || target.height != canvasHeight else {
+            let pixels = try PixelBuffer(
+                validatingWidth: canvasWidth, height: canvasHeight, layout: .rgba8, alphaMode: .straight
+            ) { _ = $0.initialize(from: canvas) }
+            return ImageFrame(pixels: pixels, duration: duration)
+        }
+        let picture = try WebPPictureHandle(
+            rgba: canvas, width: canvasWidth, height: canvasHeight, hasAlpha: true, useARGB: true)
+        try picture.rescale(to: target)
+        return ImageFrame(pixels: try picture.rgbaPixels(), duration: duration)
     }
 }
 
@@ -114,10 +126,10 @@ final class WebPAnimatedProvider: AnimatedImageProvider {
     }
 
     func frame(at index: Int) throws -> ImageFrame {
-        let canvas = try handle.withLock { (handle: inout WebPAnimDecoderHandle) throws(ImageError) -> [UInt8] in
-            try handle.canvas(at: index)
+        // The rescale runs under the lock too: it reads libwebp's canvas, which the next frame overwrites.
+        let duration = duration(at: index)
+        return try handle.withLock { (handle: inout WebPAnimDecoderHandle) throws(ImageError) -> ImageFrame in
+            try handle.frame(at: index, target: target, duration: duration)
         }
-        // Scaling runs outside the lock: it needs only this frame's pixels.
-        return try WebPCoder.makeFrame(canvas, canvas: info.canvas, target: target, duration: duration(at: index))
     }
 }

@@ -147,28 +147,15 @@ public final class WebPCoder: ProgressiveImageCoder, AnimatedImageCoder, Reporti
             var frames: [ImageFrame] = []
             for index in 0..<count {
                 frames.append(
-                    try makeFrame(
-                        try handle.canvas(at: index), canvas: info.canvas, target: target,
-                        duration: still ? 0 : info.durations[index]))
+                    try handle.frame(at: index, target: target, duration: still ? 0 : info.durations[index]))
             }
             return Image(
                 frames: frames, loopCount: info.loopCount, format: .webp, metadata: metadata, animationBudget: budget)
         }
-        let first = try makeFrame(
-            try handle.canvas(at: 0), canvas: info.canvas, target: target, duration: info.durations[0])
+        let first = try handle.frame(at: 0, target: target, duration: info.durations[0])
         return Image(
             frames: [first], frameCount: count, loopCount: info.loopCount, format: .webp, metadata: metadata,
             animatedProvider: WebPAnimatedProvider(handle: handle, info: info, target: target),
             animationBudget: budget)
-    }
-
-    static func makeFrame(
-        _ rgba: [UInt8], canvas: PixelSize, target: PixelSize, duration: Double
-    ) throws(ImageError) -> ImageFrame {
-        let pixels = try WebPPixels.resample(rgba, from: canvas, to: target)
-        return ImageFrame(
-            pixels: try PixelBuffer(
-                width: target.width, height: target.height, layout: .rgba8, alphaMode: .straight, validating: pixels),
-            duration: duration)
     }
 }

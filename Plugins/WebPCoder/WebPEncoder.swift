@@ -170,8 +170,10 @@ enum WebPEncoder {
     private static func makePicture(
         _ rgba: [UInt8], size: PixelSize, target: PixelSize, hasAlpha: Bool, config: WebPConfig
     ) throws(ImageError) -> WebPPictureHandle {
-        let picture = try WebPPictureHandle(
-            rgba: rgba, width: size.width, height: size.height, hasAlpha: hasAlpha, useARGB: config.lossless != 0)
+        let picture = try rgba.withUnsafeBufferPointer { (rgba) throws(ImageError) in
+            try WebPPictureHandle(
+                rgba: rgba, width: size.width, height: size.height, hasAlpha: hasAlpha, useARGB: config.lossless != 0)
+        }
         try picture.rescale(to: target)
         return picture
     }

@@ -6,8 +6,10 @@ import ImageCore
 final class WebPPictureHandle {
     let picture: UnsafeMutablePointer<WebPPicture>
 
-    /// Imports tightly packed straight RGBA; `hasAlpha` false imports it as RGBX (no alpha plane).
-    init(rgba: [UInt8], width: Int, height: Int, hasAlpha: Bool, useARGB: Bool) throws(ImageError) {
+    /// Imports `width × height` tightly packed straight RGBA pixels from `rgba` (copied: the picture owns its
+    /// planes); `hasAlpha` false imports them as RGBX (no alpha plane).
+    init(rgba: UnsafeBufferPointer<UInt8>, width: Int, height: Int, hasAlpha: Bool, useARGB: Bool) throws(ImageError) {
+        precondition(rgba.count >= width * height * 4, "WebPPictureHandle: fewer bytes than the picture's size")
         picture = .allocate(capacity: 1)
         picture.initialize(to: WebPPicture())
         guard WebPPictureInit(picture) != 0 else {
@@ -16,11 +18,10 @@ final class WebPPictureHandle {
         picture.pointee.width = Int32(width)
         picture.pointee.height = Int32(height)
         picture.pointee.use_argb = useARGB ? 1 : 0
-        let imported = rgba.withUnsafeBufferPointer { source -> Int32 in
+        let imported =
             hasAlpha
-                ? WebPPictureImportRGBA(picture, source.baseAddress, Int32(width * 4))
-                : WebPPictureImportRGBX(picture, source.baseAddress, Int32(width * 4))
-        }
+            ? WebPPictureImportRGBA(picture, rgba.baseAddress, Int32(width * 4))
+            : WebPPictureImportRGBX(picture, rgba.baseAddress, Int32(width * 4))
         guard imported != 0 else { throw WebPErrors.encode(picture.pointee.error_code, "cannot import pixels") }
     }
 
@@ -37,14 +38,14 @@ final class WebPPictureHandle {
         }
     }
 
-    /// The ARGB plane as tightly packed RGBA bytes (requires `use_argb`).
-    func rgbaBytes() -> [UInt8] {
+    /// The ARGB plane as straight RGBA in pooled storage (requires `use_argb`).
+    func rgbaPixels() throws(ImageError) -> PixelBuffer {
         let width = Int(picture.pointee.width)
         let height = Int(picture.pointee.height)
         let stride = Int(picture.pointee.argb_stride)
-        var out = [UInt8](repeating: 0, count: width * height * 4)
-        guard let argb = picture.pointee.argb else { return out }
-        out.withUnsafeMutableBufferPointer { dst in
+        let argb = picture.pointee.argb
+        return try PixelBuffer(validatingWidth: width, height: height, layout: .rgba8, alphaMode: .straight) { dst in
+            guard let argb else { return dst.update(repeating: 0) }
             for y in 0..<height {
                 for x in 0..<width {
                     let pixel = argb[y * stride + x]
@@ -56,11 +57,9 @@ final class WebPPictureHandle {
                 }
             }
         }
-        return out
     }
 }
 
-/// Pixel conversions the WebP coder needs.
 enum WebPPixels {
     /// Tightly packed straight-alpha RGBA of `buffer`, and whether any pixel is not opaque.
     static func straightRGBA(_ buffer: PixelBuffer) -> (rgba: [UInt8], hasAlpha: Bool) {
@@ -78,15 +77,6 @@ enum WebPPixels {
             }
         }
         return (rgba, hasAlpha)
-    }
-
-    /// Straight RGBA scaled to `target` with libwebp's rescaler.
-    static func resample(_ rgba: [UInt8], from size: PixelSize, to target: PixelSize) throws(ImageError) -> [UInt8] {
-        if size == target { return rgba }
-        let picture = try WebPPictureHandle(
-            rgba: rgba, width: size.width, height: size.height, hasAlpha: true, useARGB: true)
-        try picture.rescale(to: target)
-        return picture.rgbaBytes()
     }
 
     /// The size that fits `size` inside `limit`, keeping the aspect ratio; never larger.

@@ -12,7 +12,7 @@ public struct ConfigurationError: Error, CustomStringConvertible {
     public init(_ message: String) { self.message = message }
 }
 
-/// One setting of ``ThumbnailServerConfiguration``, readable from the environment (`name`) and from the JSON file
+/// One setting of ``ThumbnailServerConfiguration`` (its own or its service's), readable from the environment (`name`) and from the JSON file
 /// (`key`), through one parser, so both spell values the same way.
 ///
 /// Lists are comma-separated in the environment and arrays (or the same string) in the file; presets are
@@ -63,6 +63,9 @@ struct ConfigurationSetting: Sendable {
 
     static func megabytes(_ text: String, _ name: String) throws -> Int { try int(text, name) << 20 }
 
+    /// The formats `QUALITY` and `PERCEPTUAL_DISTANCE` name.
+    static let qualityFormats: [String: ImageFormat] = ["jpeg": .jpeg, "jpg": .jpeg, "webp": .webp, "avif": .avif]
+
     /// Every setting, in the order the README lists them.
     static let all: [ConfigurationSetting] = [
         .init(name: "HOST", key: "host") { $0.host = $1 },
@@ -87,7 +90,7 @@ struct ConfigurationSetting: Sendable {
         .init(name: "MAX_SOURCE_FRAMES", key: "maxSourceFrames") {
             $0.maxSourceFrames = try int($1, "MAX_SOURCE_FRAMES", min: 1)
         },
-        .init(name: "MAX_SIDE", key: "maxSide") { $0.maxThumbnailSide = try int($1, "MAX_SIDE", min: 1) },
+        .init(name: "MAX_SIDE", key: "maxSide") { $0.maxSide = try int($1, "MAX_SIDE", min: 1) },
         .init(name: "ALLOWED_WIDTHS", key: "allowedWidths") {
             $0.allowedWidths = try list($1).map { try int($0, "ALLOWED_WIDTHS", min: 1) }
         },
@@ -100,11 +103,20 @@ struct ConfigurationSetting: Sendable {
         .init(name: "PRESETS_ONLY", key: "presetsOnly") { $0.presetsOnly = try bool($1, "PRESETS_ONLY") },
         .init(name: "QUALITY", key: "quality") { configuration, text in
             for (format, value) in try pairs(text, separator: ",", "QUALITY") {
-                let known: [String: ImageFormat] = ["jpeg": .jpeg, "jpg": .jpeg, "webp": .webp, "avif": .avif]
-                guard let imageFormat = known[format.lowercased()] else {
+                guard let imageFormat = qualityFormats[format.lowercased()] else {
                     throw ConfigurationError("QUALITY: jpeg, webp or avif expected, got \(format)")
                 }
                 configuration.setQuality(try int(value, "QUALITY", min: 1), for: imageFormat)
+            }
+        },
+        .init(name: "PERCEPTUAL_DISTANCE", key: "perceptualDistance") { configuration, text in
+            for (format, value) in try pairs(text, separator: ",", "PERCEPTUAL_DISTANCE") {
+                guard let imageFormat = qualityFormats[format.lowercased()] else {
+                    throw ConfigurationError("PERCEPTUAL_DISTANCE: jpeg, webp or avif expected, got \(format)")
+                }
+                let distance = try double(value, "PERCEPTUAL_DISTANCE")
+                guard distance > 0 else { throw ConfigurationError("PERCEPTUAL_DISTANCE: a distance above 0 expected") }
+                configuration.perceptualDistance[imageFormat] = distance
             }
         },
         .init(name: "PROGRESSIVE_JPEG", key: "progressiveJPEG") {
