@@ -65,5 +65,12 @@ import Testing
         }
         canvas.paste(saved, x: x, y: y, width: width, height: height)
         #expect(canvas.pixels == full, "seed \(seed): rectangle \(x),\(y) \(width)×\(height)")
+        // Empty rectangles (a frame clipped away) change nothing.
+        for (w, h) in [(0, 3), (3, 0), (0, 0)] {
+            #expect(canvas.copy(x: x, y: y, width: w, height: h).isEmpty)
+            canvas.clear(x: x, y: y, width: w, height: h)
+            canvas.paste([], x: x, y: y, width: w, height: h)
+        }
+        #expect(canvas.pixels == full)
     }
 }

@@ -4,7 +4,8 @@
 /// A frame at the canvas's size is the canvas itself: ``frame(target:)`` shares the storage, and the next change to
 /// the canvas copies it first (copy-on-write), so a frame handed out never changes and a still image costs no copy.
 /// A smaller frame is area-averaged straight from the canvas, so a thumbnail of an animation never copies the
-/// full-size canvas first. Rectangles are in canvas pixels and must lie inside the canvas (callers clip first).
+/// full-size canvas first. Rectangles are in canvas pixels and must lie inside the canvas (callers clip first); an
+/// empty one changes nothing.
 /// Not thread-safe: one compositor owns it.
 package struct CompositingCanvas {
     /// The composited pixels.
@@ -39,6 +40,7 @@ package struct CompositingCanvas {
     /// The rectangle's pixels, rows packed: what ``paste(_:x:y:width:height:)`` puts back.
     package func copy(x: Int, y: Int, width: Int, height: Int) -> [UInt8] {
         let canvasWidth = self.width, rowBytes = width * 4
+        guard rowBytes > 0, height > 0 else { return [] }
         return [UInt8](unsafeUninitializedCapacity: rowBytes * height) { out, count in
             pixels.withUnsafeBytes { bytes in
                 for row in 0..<height {
@@ -54,7 +56,8 @@ package struct CompositingCanvas {
     /// Puts back pixels that ``copy(x:y:width:height:)`` took from the same rectangle.
     package mutating func paste(_ saved: [UInt8], x: Int, y: Int, width: Int, height: Int) {
         let canvasWidth = self.width, rowBytes = width * 4
-        precondition(saved.count == rowBytes * height, "pasted pixels of another rectangle")
+        precondition(saved.count == max(0, rowBytes * height), "pasted pixels of another rectangle")
+        guard rowBytes > 0, height > 0 else { return }
         withUnsafeMutableBytes { bytes in
             saved.withUnsafeBufferPointer { saved in
                 for row in 0..<height {
