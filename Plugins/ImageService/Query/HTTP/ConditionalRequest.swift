@@ -1,4 +1,5 @@
 import Foundation
+import ImageCore
 
 /// RFC 9110 section 13 for a GET: whether the client's copy is current, from `If-None-Match` and
 /// `If-Modified-Since`.
@@ -44,11 +45,8 @@ public enum HTTPDate {
         formatter("EEE, dd MMM yyyy HH:mm:ss 'GMT'").string(from: date)
     }
 
-    /// The date in `text`, or nil.
-    public static func parse(_ text: String) -> Date? {
-        for format in ["EEE, dd MMM yyyy HH:mm:ss 'GMT'", "EEEE, dd-MMM-yy HH:mm:ss 'GMT'", "EEE MMM d HH:mm:ss yyyy"] {
-            if let date = formatter(format).date(from: text.trimmingCharacters(in: .whitespaces)) { return date }
-        }
-        return nil
-    }
+    /// The date in `text`, or nil. Parsed without `DateFormatter` (RFC 6265's lenient algorithm, which reads the
+    /// three formats): swift-corelibs-foundation's formatter leaks on some inputs, and a server parses these per
+    /// request.
+    public static func parse(_ text: String) -> Date? { HTTPDateParser.parse(text) }
 }
