@@ -9,5 +9,5 @@ import ImageCore
 /// All dates are UTC. No `DateFormatter`; total on any input, never traps.
 public enum HTTPDate {
     /// The date in `text`, or nil when it is not one (missing parts, a day that does not exist, a year before 1601).
-    public static func parse(_ text: String) -> Date? { HTTPDateParser.parse(text) }
+    public static func parse(_ text: String) -> Date? { HTTPDateFormat.parse(text) }
 }

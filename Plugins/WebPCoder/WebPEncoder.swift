@@ -24,10 +24,9 @@ final class WebPAnimEncoderHandle {
     }
 }
 
-/// One frame's straight RGBA at its own size, ready for libwebp.
+/// One frame's pixels at their own size, in a layout libwebp imports (``WebPPixels/importable(_:)``).
 struct WebPSourceFrame {
-    var rgba: [UInt8]
-    var size: PixelSize
+    var pixels: PixelBuffer
     var hasAlpha: Bool
     var duration: Double
 }
@@ -65,12 +64,10 @@ enum WebPEncoder {
                 reference = pixels
             }
             // Each frame is imported at its own size (a provider may return another size) and rescaled to target.
-            let size = PixelSize(width: pixels.width, height: pixels.height)
-            try checkEncodable(size, what: "frame \(index)")
-            let converted = WebPPixels.straightRGBA(pixels)
+            try checkEncodable(PixelSize(width: pixels.width, height: pixels.height), what: "frame \(index)")
+            let importable = WebPPixels.importable(pixels)
             frames.append(
-                WebPSourceFrame(
-                    rgba: converted.rgba, size: size, hasAlpha: converted.hasAlpha, duration: frame.duration))
+                WebPSourceFrame(pixels: importable.pixels, hasAlpha: importable.hasAlpha, duration: frame.duration))
         }
         let hasAlpha = frames.contains { $0.hasAlpha }
         let profile = image.metadata.iccProfile(for: .rgba8)  // pixels that aren't sRGB keep their profile
@@ -78,7 +75,7 @@ enum WebPEncoder {
             let config = try makeConfig(quality: quality, options: options)
             return try WebPICCProfile.embedding(
                 profile,
-                in: encodeStill(frame.rgba, size: frame.size, target: target, hasAlpha: hasAlpha, config: config))
+                in: encodeStill(frame.pixels, target: target, hasAlpha: hasAlpha, config: config))
         }
         func attempt(quality: Float) throws(ImageError) -> [UInt8] {
             if frames.count == 1 { return try still(frames[0], quality: quality) }
@@ -168,20 +165,17 @@ enum WebPEncoder {
     }
 
     private static func makePicture(
-        _ rgba: [UInt8], size: PixelSize, target: PixelSize, hasAlpha: Bool, config: WebPConfig
+        _ pixels: PixelBuffer, target: PixelSize, hasAlpha: Bool, config: WebPConfig
     ) throws(ImageError) -> WebPPictureHandle {
-        let picture = try rgba.withUnsafeBufferPointer { (rgba) throws(ImageError) in
-            try WebPPictureHandle(
-                rgba: rgba, width: size.width, height: size.height, hasAlpha: hasAlpha, useARGB: config.lossless != 0)
-        }
+        let picture = try WebPPictureHandle(pixels: pixels, hasAlpha: hasAlpha, useARGB: config.lossless != 0)
         try picture.rescale(to: target)
         return picture
     }
 
     private static func encodeStill(
-        _ rgba: [UInt8], size: PixelSize, target: PixelSize, hasAlpha: Bool, config: WebPConfig
+        _ pixels: PixelBuffer, target: PixelSize, hasAlpha: Bool, config: WebPConfig
     ) throws(ImageError) -> [UInt8] {
-        let picture = try makePicture(rgba, size: size, target: target, hasAlpha: hasAlpha, config: config)
+        let picture = try makePicture(pixels, target: target, hasAlpha: hasAlpha, config: config)
         let writer = UnsafeMutablePointer<WebPMemoryWriter>.allocate(capacity: 1)
         writer.initialize(to: WebPMemoryWriter())
         WebPMemoryWriterInit(writer)
@@ -234,7 +228,7 @@ enum WebPEncoder {
         let encoder = try WebPAnimEncoderHandle(size: target, loopCount: loopCount)
         var config = config
         for (index, frame) in frames.enumerated() {
-            let picture = try makePicture(frame.rgba, size: frame.size, target: target, hasAlpha: true, config: config)
+            let picture = try makePicture(frame.pixels, target: target, hasAlpha: true, config: config)
             guard WebPAnimEncoderAdd(encoder.encoder, picture.picture, times[index], &config) != 0 else {
                 throw WebPErrors.encode("cannot add animation frame: \(encoder.lastError)")
             }

@@ -8,8 +8,39 @@ final class WebPPictureHandle {
 
     /// Imports `width × height` tightly packed straight RGBA pixels from `rgba` (copied: the picture owns its
     /// planes); `hasAlpha` false imports them as RGBX (no alpha plane).
-    init(rgba: UnsafeBufferPointer<UInt8>, width: Int, height: Int, hasAlpha: Bool, useARGB: Bool) throws(ImageError) {
+    convenience init(
+        rgba: UnsafeBufferPointer<UInt8>, width: Int, height: Int, hasAlpha: Bool, useARGB: Bool
+    ) throws(ImageError) {
         precondition(rgba.count >= width * height * 4, "WebPPictureHandle: fewer bytes than the picture's size")
+        try self.init(width: width, height: height, useARGB: useARGB)
+        let imported =
+            hasAlpha
+            ? WebPPictureImportRGBA(picture, rgba.baseAddress, Int32(width * 4))
+            : WebPPictureImportRGBX(picture, rgba.baseAddress, Int32(width * 4))
+        guard imported != 0 else { throw WebPErrors.encode(picture.pointee.error_code, "cannot import pixels") }
+    }
+
+    /// Imports `pixels` straight from their storage, row padding included: RGB with `WebPPictureImportRGB`,
+    /// straight RGBA with `WebPPictureImportRGBA` (`WebPPictureImportRGBX` when `hasAlpha` is false, which drops the
+    /// alpha plane). Other layouts and premultiplied alpha must be converted first (``WebPPixels/importable(_:)``).
+    convenience init(pixels: PixelBuffer, hasAlpha: Bool, useARGB: Bool) throws(ImageError) {
+        precondition(
+            pixels.layout == .rgb8 || (pixels.layout == .rgba8 && pixels.alphaMode != .premultiplied),
+            "WebPPictureHandle: pixels libwebp cannot import")
+        try self.init(width: pixels.width, height: pixels.height, useARGB: useARGB)
+        let stride = Int32(pixels.bytesPerRow)
+        let imported = pixels.withUnsafeBytes { (source: UnsafeBufferPointer<UInt8>) -> Int32 in
+            let base = source.baseAddress
+            return switch (pixels.layout, hasAlpha) {
+            case (.rgb8, _): WebPPictureImportRGB(picture, base, stride)
+            case (_, true): WebPPictureImportRGBA(picture, base, stride)
+            default: WebPPictureImportRGBX(picture, base, stride)
+            }
+        }
+        guard imported != 0 else { throw WebPErrors.encode(picture.pointee.error_code, "cannot import pixels") }
+    }
+
+    private init(width: Int, height: Int, useARGB: Bool) throws(ImageError) {
         picture = .allocate(capacity: 1)
         picture.initialize(to: WebPPicture())
         guard WebPPictureInit(picture) != 0 else {
@@ -18,11 +49,6 @@ final class WebPPictureHandle {
         picture.pointee.width = Int32(width)
         picture.pointee.height = Int32(height)
         picture.pointee.use_argb = useARGB ? 1 : 0
-        let imported =
-            hasAlpha
-            ? WebPPictureImportRGBA(picture, rgba.baseAddress, Int32(width * 4))
-            : WebPPictureImportRGBX(picture, rgba.baseAddress, Int32(width * 4))
-        guard imported != 0 else { throw WebPErrors.encode(picture.pointee.error_code, "cannot import pixels") }
     }
 
     deinit {
@@ -61,22 +87,26 @@ final class WebPPictureHandle {
 }
 
 enum WebPPixels {
-    /// Tightly packed straight-alpha RGBA of `buffer`, and whether any pixel is not opaque.
-    static func straightRGBA(_ buffer: PixelBuffer) -> (rgba: [UInt8], hasAlpha: Bool) {
-        let rgba = buffer.straightRGBABytes()
-        guard buffer.layout.hasAlpha else { return (rgba, false) }
-        var hasAlpha = false
-        rgba.withUnsafeBufferPointer { bytes in
-            var index = 3
-            while index < bytes.count {
-                if bytes[index] != 255 {
-                    hasAlpha = true
-                    break
+    /// Pixels libwebp imports as they are (RGB, or straight RGBA with any row padding: `buffer` itself, no copy) or,
+    /// for other layouts and premultiplied alpha, straight RGBA in pooled storage; and whether any pixel is not
+    /// opaque.
+    static func importable(_ buffer: PixelBuffer) -> (pixels: PixelBuffer, hasAlpha: Bool) {
+        let pixels =
+            buffer.layout == .rgb8 || (buffer.layout == .rgba8 && buffer.alphaMode != .premultiplied)
+            ? buffer : buffer.straightRGBA()
+        guard buffer.layout.hasAlpha else { return (pixels, false) }
+        let hasAlpha = pixels.withUnsafeBytes { (bytes: UnsafeBufferPointer<UInt8>) -> Bool in
+            for y in 0..<pixels.height {
+                var index = y * pixels.bytesPerRow + 3
+                let end = y * pixels.bytesPerRow + pixels.width * 4
+                while index < end {
+                    if bytes[index] != 255 { return true }
+                    index += 4
                 }
-                index += 4
             }
+            return false
         }
-        return (rgba, hasAlpha)
+        return (pixels, hasAlpha)
     }
 
     /// The size that fits `size` inside `limit`, keeping the aspect ratio; never larger.

@@ -171,3 +171,52 @@ func psnr(_ a: [UInt8], _ aChannels: Int, _ b: [UInt8], _ bChannels: Int, pixels
         #expect(plain.metadata.iccProfile == nil)
     }
 }
+
+/// The encoder imports RGB and straight RGBA from the image's own storage and converts the rest: every layout, alpha
+/// mode and row padding encodes losslessly to exactly the pixels its straight RGBA says, as a still and as frames of
+/// an animation.
+@Suite struct WebPEncoderInputTests {
+    static let layouts: [(PixelLayout, AlphaMode)] = [
+        (.rgb8, .none), (.rgba8, .straight), (.rgba8, .premultiplied), (.gray8, .none), (.grayAlpha8, .straight),
+    ]
+
+    static func buffer(_ layout: PixelLayout, _ alphaMode: AlphaMode, padding: Int, seed: Int) -> PixelBuffer {
+        let (width, height) = (19, 11)
+        let bytesPerRow = width * layout.bytesPerPixel + padding
+        var state = UInt32(truncatingIfNeeded: seed &* 2_654_435_761 &+ 1)
+        var bytes = (0..<(bytesPerRow * height)).map { _ in
+            state = state &* 1_664_525 &+ 1_013_904_223
+            return UInt8(truncatingIfNeeded: state >> 24)
+        }
+        if alphaMode == .premultiplied {  // colour never above alpha, as premultiplied pixels are
+            for y in 0..<height {
+                for x in 0..<width {
+                    let p = y * bytesPerRow + x * 4
+                    for c in 0..<3 { bytes[p + c] = min(bytes[p + c], bytes[p + 3]) }
+                }
+            }
+        }
+        return PixelBuffer(
+            width: width, height: height, layout: layout, alphaMode: alphaMode, bytesPerRow: bytesPerRow, bytes: bytes)
+    }
+
+    @Test(arguments: 0..<layouts.count, [0, 5])
+    func everyLayoutEncodesToItsStraightRGBA(layout index: Int, padding: Int) throws {
+        let (layout, alphaMode) = Self.layouts[index]
+        let first = Self.buffer(layout, alphaMode, padding: padding, seed: index)
+        let second = Self.buffer(layout, alphaMode, padding: padding, seed: index + 100)
+        let options = ImageEncodeOptions(effort: .fast, lossless: true)
+        let still = try WebPCoder.shared.encode(
+            Image(frames: [ImageFrame(pixels: first, duration: 0)], loopCount: 0), as: .webp, options: options)
+        let decoded = try WebPCoder.shared.decode(still, options: .init())
+        #expect(decoded.pixels.straightRGBABytes() == first.straightRGBABytes(), "\(layout) \(alphaMode) +\(padding)")
+        let animation = try WebPCoder.shared.encode(
+            Image(
+                frames: [ImageFrame(pixels: first, duration: 0.1), ImageFrame(pixels: second, duration: 0.1)],
+                loopCount: 0),
+            as: .webp, options: options)
+        let frames = try WebPCoder.shared.decode(animation, options: .init())
+        #expect(frames.frameCount == 2)
+        #expect(try frames.frame(at: 1).pixels.straightRGBABytes() == second.straightRGBABytes())
+    }
+}

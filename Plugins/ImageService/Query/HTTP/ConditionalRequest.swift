@@ -32,21 +32,12 @@ public enum ConditionalRequest {
 /// IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the only HTTP date format a sender may generate; the parser
 /// also reads the two obsolete ones a recipient must accept (RFC 9110 section 5.6.7).
 public enum HTTPDate {
-    private static func formatter(_ format: String) -> DateFormatter {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = format
-        return formatter
-    }
-
-    /// `date` as IMF-fixdate.
-    public static func format(_ date: Date) -> String {
-        formatter("EEE, dd MMM yyyy HH:mm:ss 'GMT'").string(from: date)
-    }
+    /// `date` as IMF-fixdate, truncated to the whole second (years clamped to 1601…9999). Written without
+    /// `DateFormatter`, which a server would otherwise build per response.
+    public static func format(_ date: Date) -> String { HTTPDateFormat.format(date) }
 
     /// The date in `text`, or nil. Parsed without `DateFormatter` (RFC 6265's lenient algorithm, which reads the
     /// three formats): swift-corelibs-foundation's formatter leaks on some inputs, and a server parses these per
     /// request.
-    public static func parse(_ text: String) -> Date? { HTTPDateParser.parse(text) }
+    public static func parse(_ text: String) -> Date? { HTTPDateFormat.parse(text) }
 }

@@ -1,14 +1,16 @@
 import Foundation
 
-/// Parses the dates of HTTP headers: `Expires` of cookies, `Last-Modified`, `Date`.
+/// Reads and writes the dates of HTTP headers: `Expires` of cookies, `Last-Modified`, `Date`.
 ///
-/// Uses the lenient algorithm of RFC 6265 §5.1.1, which accepts the three formats of RFC 9110 (IMF-fixdate
+/// Parsing uses the lenient algorithm of RFC 6265 §5.1.1, which accepts the three formats of RFC 9110 (IMF-fixdate
 /// `Sun, 06 Nov 1994 08:49:37 GMT`, RFC 850 `Sunday, 06-Nov-94 08:49:37 GMT`, asctime
 /// `Sun Nov  6 08:49:37 1994`) and the variants servers send in cookies (`Wed, 21-Oct-2015 07:28:00 GMT`).
 /// All dates are UTC. No `DateFormatter`: slow to create, locale-dependent, and swift-corelibs-foundation's leaks
 /// a character set on some inputs (the thumbnail-query fuzz target found it through `If-Modified-Since`); total on
-/// any input, never traps. `HTTPLoader.HTTPDate` and `ImageServiceQuery.HTTPDate` parse with it.
-package enum HTTPDateParser {
+/// any input, never traps. Formatting writes IMF-fixdate, the only form a sender may generate (RFC 9110 §5.6.7),
+/// by hand for the same reasons; `format` and `parse` round-trip every whole second from 1601 to 9999.
+/// `HTTPLoader.HTTPDate` and `ImageServiceQuery.HTTPDate` both forward here.
+package enum HTTPDateFormat {
     /// The date in `text`, or nil when it is not one (missing parts, a day that does not exist, a year before 1601).
     package static func parse(_ text: String) -> Date? {
         var time: (Int, Int, Int)?
@@ -45,6 +47,43 @@ package enum HTTPDateParser {
         let days = daysFromCivil(year: year, month: month, day: day)
         return Date(timeIntervalSince1970: TimeInterval(days * 86_400 + hour * 3600 + minute * 60 + second))
     }
+
+    /// `date` as IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), truncated to the whole second. Dates outside
+    /// years 1601…9999 are clamped to them: a header never carries a five-digit or pre-Gregorian year.
+    package static func format(_ date: Date) -> String {
+        let lowest = -11_644_473_600  // 1601-01-01T00:00:00Z
+        let highest = 253_402_300_799  // 9999-12-31T23:59:59Z
+        let raw = date.timeIntervalSince1970
+        let seconds = raw.isNaN ? 0 : Int(min(max(raw.rounded(.down), Double(lowest)), Double(highest)))
+        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+        let secondOfDay = seconds - days * 86_400
+        let (year, month, day) = civilFromDays(days)
+        let weekday = ((days % 7) + 7 + 4) % 7  // 1970-01-01 was a Thursday (index 4 from Sunday)
+        var text = ""
+        text.reserveCapacity(29)
+        text += weekdays[weekday]
+        text += ", "
+        text += twoDigits(day)
+        text += " "
+        text += monthNames[month - 1]
+        text += " "
+        text += String(year)
+        text += " "
+        text += twoDigits(secondOfDay / 3600)
+        text += ":"
+        text += twoDigits(secondOfDay / 60 % 60)
+        text += ":"
+        text += twoDigits(secondOfDay % 60)
+        text += " GMT"
+        return text
+    }
+
+    private static let weekdays = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+    private static let monthNames = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ]
+
+    private static func twoDigits(_ value: Int) -> String { value < 10 ? "0\(value)" : String(value) }
 
     /// delimiter = %x09 / %x20-2F / %x3B-40 / %x5B-60 / %x7B-7E
     private static func isDelimiter(_ byte: UInt8) -> Bool {
@@ -83,7 +122,7 @@ package enum HTTPDateParser {
         return (parts[0], parts[1], parts[2])
     }
 
-    private static let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
+    private static let months = monthNames.map { $0.lowercased() }
 
     private static func parseMonth(_ token: ArraySlice<UInt8>) -> Int? {
         guard token.count >= 3 else { return nil }
@@ -107,5 +146,18 @@ package enum HTTPDateParser {
         let doy = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
         let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
         return era * 146_097 + doe - 719_468
+    }
+
+    /// The civil date of `days` since 1970-01-01 (H. Hinnant's `civil_from_days`, the inverse of the above).
+    private static func civilFromDays(_ days: Int) -> (year: Int, month: Int, day: Int) {
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let day = doy - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        return (yoe + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
 }
