@@ -186,4 +186,22 @@ import Testing
         context[undeclared] = 1
         #expect(LoadTraits(options: [], context: context, decodeOptions: ImageDecodeOptions()).isolatesDownload)
     }
+
+    @Test("an option declared to act only with a flag is active only beside it, built-in or plugin")
+    func optionsThatActOnlyWithAFlag() {
+        let limit = ContextSlot.imageScaleDownLimitBytes.traits
+        #expect(limit.actsOnlyWith == .scaleDownLargeImages)
+        #expect(limit.effects(with: []) == [] && limit.effects(with: .scaleDownLargeImages) == limit.effects)
+        #expect(OptionCatalog.markdownTable.contains("only with scaleDownLargeImages"))
+        let tuning = ImageContextOption(
+            "com.example.tuning.\(UUID().uuidString)",
+            traits: OptionTraits(.bytesFetched, download: .isolates, actsOnlyWith: .handleCookies))
+        var context = ImageContext()
+        context[tuning] = 1
+        let alone = LoadTraits(options: [], context: context, decodeOptions: ImageDecodeOptions())
+        #expect(alone.active.isEmpty && !alone.isolatesDownload)
+        #expect(alone.isUniversalVerdict(.invalidDownloadStatusCode(404)))
+        let beside = LoadTraits(options: .handleCookies, context: context, decodeOptions: ImageDecodeOptions())
+        #expect(beside.isolatesDownload && beside.activeNames.contains(tuning.rawValue))
+    }
 }

@@ -26,11 +26,10 @@ final class ModelChecker: Sendable {
         let traits = Dictionary(OptionDraws.catalog.map { ($0.id, $0.traits) }, uniquingKeysWith: { first, _ in first })
         var effects: OptionEffect = []
         // `imageDecodeOptions` declares the union of its fields; what a load set is in the fields it drew.
+        // An option declared to act only with a flag changes nothing drawn without it (the scale-down limit without
+        // `.scaleDownLargeImages`, seed 3069083848859991255).
         for id in spec.drawn where id != "contextKey imageDecodeOptions" {
-            // The scale-down limit acts only with `.scaleDownLargeImages` (the manager folds it into the decode
-            // options then, and only then): drawn without the flag it changes nothing (seed 3069083848859991255).
-            if id == "contextKey imageScaleDownLimitBytes", !spec.options.contains(.scaleDownLargeImages) { continue }
-            effects.formUnion(traits[id]?.effects ?? [])
+            effects.formUnion(traits[id]?.effects(with: spec.options) ?? [])
         }
         for flag in spec.options.flags { effects.formUnion(flag.traits.effects) }
         // A thumbnail or transformer a draw added to give its option something to act on.

@@ -17,7 +17,8 @@ extension ContextSlot {
         case .imageScaleFactor: .scheduling
         case .imagePreserveAspectRatio: OptionTraits(.pixels, key: .part("thumbnail"), appliesToDecodedImage: true)
         case .imageThumbnailPixelSize: OptionTraits(.pixels, key: .part("thumbnail"), appliesToDecodedImage: true)
-        case .imageScaleDownLimitBytes: OptionTraits(.pixels, key: .bypass, appliesToDecodedImage: true)
+        case .imageScaleDownLimitBytes:
+            OptionTraits(.pixels, key: .bypass, appliesToDecodedImage: true, actsOnlyWith: .scaleDownLargeImages)
         case .imageDecodeOptions: OptionTraits([.pixels, .budget], key: .part("decode"))
         case .imageEncodeOptions: OptionTraits(.stored, key: .part("encode"))
         case .queryCacheType, .originalQueryCacheType: OptionTraits(.sources)

@@ -4,7 +4,8 @@ import Foundation
 /// place where "what an option changes" becomes "what a stage does".
 ///
 /// An option is active when it is set away from its default (a flag set, a context key holding a value, a decode
-/// option that differs from ``ImageDecodeOptions``' default and has an effect there). Built once per load that
+/// option that differs from ``ImageDecodeOptions``' default and has an effect there), and, for an option declared
+/// to act only with a flag (``OptionTraits/actsOnlyWith``), when the load sets that flag too. Built once per load that
 /// misses the memory level (a memory hit needs only its key, which the key builder makes from the same
 /// declarations: ``OptionTraits/KeyRule``).
 ///
@@ -44,11 +45,12 @@ struct LoadTraits: Sendable {
             case .imageDecodeOptions, .imageThumbnailPixelSize, .imagePreserveAspectRatio, .imageScaleDownLimitBytes,
                 .imageScaleFactor:
                 continue
-            default: active.append((slot.name, slot.traits))
+            default: if slot.traits.acts(with: options) { active.append((slot.name, slot.traits)) }
             }
         }
         for key in context.storage.others.keys.sorted(by: { $0.rawValue < $1.rawValue }) {
             let traits = key.traits
+            guard traits.acts(with: options) else { continue }  // it tunes a flag this load does not set
             active.append((key.rawValue, traits))
             if case .field = traits.download { plugins.append(key) }
         }

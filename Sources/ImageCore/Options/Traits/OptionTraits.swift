@@ -76,17 +76,30 @@ public struct OptionTraits: Hashable, Sendable, CustomStringConvertible {
     /// option acts inside the decoder (orientation left raw, colour conversion of the file's own samples, a coder's
     /// own option), so only a decode of the bytes honours it. Previews always get the whole decode.
     public let appliesToDecodedImage: Bool
+    /// The flag without which the option changes nothing, or nil when it acts on its own: a context key that only
+    /// tunes what a flag turns on (`imageScaleDownLimitBytes` is the limit of `scaleDownLargeImages`). A load that
+    /// sets the option without the flag has none of its effects.
+    public let actsOnlyWith: ImageOptions.Flag?
 
     /// Declares an option.
     public init(
         _ effects: OptionEffect, key: KeyRule = .none, download: DownloadRule = .shared,
-        appliesToDecodedImage: Bool = false
+        appliesToDecodedImage: Bool = false, actsOnlyWith: ImageOptions.Flag? = nil
     ) {
         self.effects = effects
         self.key = key
         self.download = download
         self.appliesToDecodedImage = appliesToDecodedImage
+        self.actsOnlyWith = actsOnlyWith
     }
+
+    /// True when the option acts on a load with `options`: always, unless it acts only with a flag they don't set.
+    public func acts(with options: ImageOptions) -> Bool {
+        actsOnlyWith.map { options.contains(ImageOptions($0)) } ?? true
+    }
+
+    /// The effects of the option on a load with `options`: ``effects``, or none when it does not act there.
+    public func effects(with options: ImageOptions) -> OptionEffect { acts(with: options) ? effects : [] }
 
     /// Nothing but scheduling.
     public static let scheduling = OptionTraits(.scheduling)
@@ -111,6 +124,7 @@ public struct OptionTraits: Hashable, Sendable, CustomStringConvertible {
         case .isolates: text += "; own download"
         }
         if effects.contains(.pixels) { text += appliesToDecodedImage ? "; from a decoded image" : "; in the decoder" }
+        if let actsOnlyWith { text += "; only with \(actsOnlyWith)" }
         return text
     }
 }
