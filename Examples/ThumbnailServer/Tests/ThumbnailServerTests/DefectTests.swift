@@ -113,15 +113,23 @@ import WebImage
             #expect(ContinuousClock.now - healthStart < .milliseconds(500))
             _ = many
         }
-        // The cap alone, with a header timeout that closes nothing during the test: beyond the cap of eight, the
-        // oldest half-sent connections are closed to make room (twenty would hold c19952b's file descriptors
-        // forever; there 1,124 of them locked everyone out). Whatever closes them here is the cap.
+        // The cap alone, with a header timeout that closes nothing during the test: beyond the cap of eight,
+        // half-sent connections are closed to make room (twenty would hold c19952b's file descriptors forever; there
+        // 1,124 of them locked everyone out). Whatever closes them here is the cap. Which twelve is the server's
+        // order of arrival, which two event loops may interleave against the order the client connected in (CI of
+        // 2c543d6 closed 11 of the client's first 12 and one later one), so the count is what is checked.
         try await Defect.withServer(["HEADER_TIMEOUT": "120", "MAX_CONNECTIONS": "8"]) { _, base, port in
             let many = try (0..<20).map { _ in try Raw(port: port) }
             for connection in many { try connection.send("GET /health HTTP/1.1\r\nHost: x\r\n") }
             try await Live.expectStatus(base + "/health", 200)
-            let closed = many.prefix(12).filter { $0.waitForClose(seconds: 5) }.count
-            #expect(closed == 12, "of the 12 oldest half-sent connections beyond the cap of 8, \(12 - closed) are open")
+            var closed = Set<Int>()
+            let deadline = Date().addingTimeInterval(5)
+            while closed.count < 12, Date() < deadline {
+                for (index, connection) in many.enumerated() where !closed.contains(index) {
+                    if connection.waitForClose(seconds: 0.01) { closed.insert(index) }
+                }
+            }
+            #expect(closed.count >= 12, "of 20 half-sent connections against a cap of 8, only \(closed.count) closed")
         }
     }
 
