@@ -70,8 +70,8 @@ def vips_section(data, table, formats, add):
         + "; ".join(f"{NAMES[f]} `{json.dumps(r['save']) if r['save'] else 'defaults'}`"
                     for f, r in {r['format']: r for r in runs}.items())
         + " (libvips's PNG defaults: zlib level 6, no row filter; its AVIF default, effort 4, is libaom speed 5, where "
-        "the ThumbnailServer encodes AVIF at libavif speed 10: the AVIF row compares the two defaults, not equal "
-        "efforts). libvips's CPU is measured inside its calls "
+        "the ThumbnailServer encodes AVIF at libavif speed 6, its default since 2026-11-29 (speed 10 before): the "
+        "AVIF row compares the two defaults, not equal efforts). libvips's CPU is measured inside its calls "
         "(process CPU time, every thread), so it leaves out the loop and the checks around them; the "
         "ThumbnailServer's is all its CPU per answered request (HTTP, fetch from nginx, decode, resize, encode, "
         "cache stores). Goal (issue 34): CPU per request ≤ 0.8× libvips's per thumbnail (the larger of the 2- "

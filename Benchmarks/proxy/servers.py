@@ -92,7 +92,7 @@ MAX_AGE = 0
 # benchmark's cores (the 2-core rate). Save settings: libvips's own defaults (PNG: compression 6, no row filter;
 # WebP effort 4; AVIF effort 4, AV1 through libheif), with the quality the ThumbnailServer uses for that format by
 # default (JPEG 80, WebP 80, AVIF 60), so both sides encode at the same nominal quality. Effort stays libvips's:
-# its AVIF effort 4 is libaom speed 5, where the ThumbnailServer encodes AVIF at libavif speed 10.
+# its AVIF effort 4 is libaom speed 5, where the ThumbnailServer encodes AVIF at libavif speed 6 (EFFORT's default).
 LIBVIPS = {
     "id": "vips",
     "label": "libvips in-process (pyvips), 2 processes",

@@ -108,6 +108,26 @@ import Testing
         #expect(auto.status == .ok && auto.body == plain.body)
     }
 
+    /// `effort` reaches the encoder of the format it names and no other: AVIF's default (`.balanced`) and `.fast`
+    /// give different bytes, an explicit `.balanced` the default's; JPEG's answer is the same whatever AVIF's effort.
+    @Test func theConfiguredEffortReachesTheEncoderOfItsFormatOnly() async throws {
+        let source = try Self.texturedPNG()
+        var answers: [(avif: [UInt8], jpeg: [UInt8])] = []
+        for effort in [nil, EncodeEffort.balanced, .fast] {
+            let fixture = try await ServiceFixture.start({ if let effort { $0.effort[.avif] = effort } }) { _ in
+                .respond(headers: [("Content-Type", "image/png")], body: source)
+            }
+            let avif = await fixture.get("/photo.png", "w=120&format=avif")
+            let jpeg = await fixture.get("/photo.png", "w=120&format=jpeg")
+            await fixture.stop()
+            #expect(avif.status == .ok && avif.headers[.contentType] == "image/avif" && jpeg.status == .ok)
+            answers.append((Array(avif.body), Array(jpeg.body)))
+        }
+        #expect(answers[0].avif == answers[1].avif, "the default is .balanced")
+        #expect(answers[0].avif != answers[2].avif, ".fast is a different encode")
+        #expect(Set(answers.map(\.jpeg)).count == 1, "AVIF's effort leaves JPEG alone")
+    }
+
     /// Placeholders: the string of the thumbnail the same request would render (its exact pixels are the PNG
     /// answer's), text/plain, cached with an ETag that answers 304.
     @Test(arguments: Placeholder.allCases) func placeholdersAreTheHashOfTheThumbnail(kind: Placeholder) async throws {

@@ -13,6 +13,7 @@ import WebImage
         let loaded = try ThumbnailServerConfiguration.load(
             environment: [
                 "WORKERS": "3", "QUEUE_LIMIT": "7", "MAX_SIDE": "900", "QUALITY": "jpeg=70,avif=40",
+                "EFFORT": "avif=fast,png=best",
                 "PERCEPTUAL_DISTANCE": "jpeg=2.5,webp=4", "SOURCE_MIN_TTL": "5", "REQUEST_TIMEOUT": "4",
                 "ALLOWED_HOSTS": "a.example, b.example", "REDIS_KEY_PREFIX": "x:", "PORT": "0", "IDLE_TIMEOUT": "2",
             ], arguments: ["test"])
@@ -20,6 +21,7 @@ import WebImage
         #expect(service.workers == 3 && service.queueLimit == 7 && service.maxSide == 900)
         #expect(service.quality == [.jpeg: 70, .webp: 80, .avif: 40], "QUALITY changes only the formats it names")
         #expect(service.perceptualDistance == [.jpeg: 2.5, .webp: 4, .avif: 2.0])
+        #expect(service.effort == [.avif: .fast, .png: .best], "EFFORT changes only the formats it names")
         #expect(service.freshness.minimumTTL == 5 && service.requestTimeout == 4)
         #expect(service.allowedHosts == ["a.example", "b.example"] && service.redisKeyPrefix == "x:")
         // The server's own settings stay the server's.
@@ -36,6 +38,7 @@ import WebImage
         #expect(server.redisKeyPrefix == "thumbnail-server:" && server.metricsPrefix == "thumbnail")
         #expect(server.workers == plain.workers && server.queueLimit == plain.queueLimit)
         #expect(server.quality == plain.quality && server.perceptualDistance == plain.perceptualDistance)
+        #expect(server.effort == plain.effort && plain.effort == [.avif: .balanced])
         #expect(server.maxSourceBytes == plain.maxSourceBytes && server.maxSide == plain.maxSide)
         #expect(server.requestTimeout == plain.requestTimeout && server.originTimeout == plain.originTimeout)
     }
@@ -44,6 +47,7 @@ import WebImage
     func badValuesNameTheSetting() throws {
         for (name, value) in [
             ("PERCEPTUAL_DISTANCE", "jpeg=0"), ("PERCEPTUAL_DISTANCE", "gif=3"), ("QUALITY", "png=80"),
+            ("EFFORT", "avif=slow"), ("EFFORT", "bmp=fast"),
             ("WORKERS", "0"), ("MAX_SIDE", "big"),
         ] {
             let error = #expect(throws: ConfigurationError.self, "\(name)=\(value)") {

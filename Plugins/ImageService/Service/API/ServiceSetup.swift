@@ -125,6 +125,7 @@ extension PipelineEngine {
             onRequestEnded: { metrics.originInFlight.decrement() })
         var encoding = EncodingSettings.defaults
         for (format, quality) in configuration.quality { encoding.quality[format] = min(100, max(1, quality)) }
+        for (format, effort) in configuration.effort { encoding.effort[format] = effort }
         encoding.progressiveJPEG = configuration.progressiveJPEG
         encoding.perceptualDistance = configuration.perceptualDistance.filter { $0.value.isFinite && $0.value > 0 }
         let renderer = Renderer(

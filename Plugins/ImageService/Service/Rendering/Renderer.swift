@@ -235,9 +235,9 @@ struct EncodingSettings: Sendable, Equatable {
     var perceptualDistance: [ImageFormat: Double] = [:]
 
     /// The server's defaults: quality 80 for JPEG and WebP, 60 for AVIF (imgproxy's and thumbor's neighbourhood);
-    /// AVIF at libavif's fast speed (a balanced AVIF encode takes seconds).
+    /// every format at `.balanced` effort (``ImageServiceConfiguration/effort`` overrides it).
     static let defaults = EncodingSettings(
-        quality: [.jpeg: 80, .webp: 80, .avif: 60], effort: [.avif: .fast], progressiveJPEG: false)
+        quality: [.jpeg: 80, .webp: 80, .avif: 60], effort: [:], progressiveJPEG: false)
 
     /// The encoder options for `format`: the request's quality when it gave one; with `auto`, a perceptual target
     /// at the format's distance, capped at the format's default quality (a search never spends more bytes than the

@@ -66,6 +66,12 @@ struct ConfigurationSetting: Sendable {
     /// The formats `QUALITY` and `PERCEPTUAL_DISTANCE` name.
     static let qualityFormats: [String: ImageFormat] = ["jpeg": .jpeg, "jpg": .jpeg, "webp": .webp, "avif": .avif]
 
+    /// The formats `EFFORT` names: every output format.
+    static let effortFormats = qualityFormats.merging(["png": .png, "gif": .gif]) { old, _ in old }
+
+    /// `EFFORT`'s values.
+    static let efforts: [String: EncodeEffort] = ["fast": .fast, "balanced": .balanced, "best": .best]
+
     /// Every setting, in the order the README lists them.
     static let all: [ConfigurationSetting] = [
         .init(name: "HOST", key: "host") { $0.host = $1 },
@@ -107,6 +113,17 @@ struct ConfigurationSetting: Sendable {
                     throw ConfigurationError("QUALITY: jpeg, webp or avif expected, got \(format)")
                 }
                 configuration.setQuality(try int(value, "QUALITY", min: 1), for: imageFormat)
+            }
+        },
+        .init(name: "EFFORT", key: "effort") { configuration, text in
+            for (format, value) in try pairs(text, separator: ",", "EFFORT") {
+                guard let imageFormat = effortFormats[format.lowercased()] else {
+                    throw ConfigurationError("EFFORT: jpeg, png, webp, avif or gif expected, got \(format)")
+                }
+                guard let effort = efforts[value.lowercased().trimmingCharacters(in: .whitespaces)] else {
+                    throw ConfigurationError("EFFORT: fast, balanced or best expected, got \(value.prefix(20))")
+                }
+                configuration.service.effort[imageFormat] = effort
             }
         },
         .init(name: "PERCEPTUAL_DISTANCE", key: "perceptualDistance") { configuration, text in
