@@ -572,8 +572,9 @@ def versions(args):
     import PIL
     from PIL import features
     import thumbor
+    # Code only: an edited README beside the server does not change what was measured.
     server_dirty = git(args.root, "status", "--porcelain", "--", "Examples/ThumbnailServer", "Sources", "Plugins",
-                       "Package.swift")
+                       "Package.swift", ":(exclude)*.md")
     return {
         "server_commit": git(args.root, "rev-parse", "--short", "HEAD"),
         # The last commit that changed the server or the SDK: what was measured, whatever the branch adds elsewhere.
