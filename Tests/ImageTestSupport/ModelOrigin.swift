@@ -52,6 +52,20 @@ public final class ModelOrigin: ImageLoader, Sendable {
     /// The context key of a load's deadline, seconds (`Double`): the transfer's own, so a field of the download key.
     public static let deadline = ImageContextOption(
         "model.deadline", traits: OptionTraits(.bytesFetched, download: .field("model.deadline")))
+    /// A plugin key declared to act only with a flag: a deadline, seconds (`Double`), that the origin honours only
+    /// for a load that sets `.handleCookies` (as a cookie jar's own timeout would). With the flag it is a field of
+    /// the download key; without it the key changes nothing, and the load shares its download with plain loads.
+    public static let cookieDeadline = ImageContextOption(
+        "model.cookieDeadline",
+        traits: OptionTraits(.bytesFetched, download: .field("model.cookieDeadline"), actsOnlyWith: .handleCookies))
+    /// The deadline the origin honours for a load: the shorter of ``deadline`` and, with `.handleCookies`,
+    /// ``cookieDeadline``.
+    public static func deadline(options: ImageOptions, context: ImageContext) -> Double? {
+        let own = context[deadline] as? Double
+        let cookie = options.contains(.handleCookies) ? context[cookieDeadline] as? Double : nil
+        guard let own, let cookie else { return own ?? cookie }
+        return min(own, cookie)
+    }
     /// How long a slow answer takes, seconds.
     public static let slowDelay = 0.15
     /// The XOR mask of a body served encrypted (to a load whose context brings a decryptor).
@@ -196,7 +210,7 @@ public final class ModelOrigin: ImageLoader, Sendable {
 
     /// The deadline: loads with different deadlines never share a transfer.
     public func transferKey(for url: URL, options: ImageOptions, context: ImageContext) -> String {
-        context[Self.deadline].map { "\($0)" } ?? ""
+        Self.deadline(options: options, context: context).map { "\($0)" } ?? ""
     }
 
     /// The registry of this origin's downloads: the managers' jobs and admission places register here too.
@@ -248,7 +262,7 @@ public final class ModelOrigin: ImageLoader, Sendable {
             return (state.versions[key] ?? 0, state.modes[key] ?? .healthy, state.trickles.contains(key))
         }
         let delay = mode == .slow ? Self.slowDelay : 0.002
-        if let deadline = context[Self.deadline] as? Double, deadline < delay {
+        if let deadline = Self.deadline(options: options, context: context), deadline < delay {
             queue.asyncAfter(deadline: .now() + deadline) {
                 complete(.failure(ImageError(.timedOut, stage: .download, message: "model deadline")))
             }

@@ -28,7 +28,8 @@ struct LoadSpec: CustomStringConvertible {
     init(url: URL) { self.url = url }
 
     var partition: String? { context.cachePartitionKey }
-    var deadline: Double? { context[ModelOrigin.deadline] as? Double }
+    /// The deadline the origin honours for this load (``ModelOrigin/cookieDeadline`` only with `.handleCookies`).
+    var deadline: Double? { ModelOrigin.deadline(options: options, context: context) }
 
     /// True when the load has no option at all.
     var isPlain: Bool { options.isEmpty && drawn.isEmpty }

@@ -15,6 +15,7 @@ enum OptionDraws {
     static var catalog: [OptionCatalog.Entry] {
         _ = ImageContextOption.httpTransferTimeout
         _ = ModelOrigin.deadline
+        _ = ModelOrigin.cookieDeadline
         return OptionCatalog.all
     }
 
@@ -291,6 +292,14 @@ enum OptionDraws {
         key(ModelOrigin.deadline.rawValue) { spec, random, _ in
             spec.context[ModelOrigin.deadline] = pick([0.05, 0.5], &random)
             note(&spec, "deadline \(spec.deadline!)")
+        },
+        // Declared to act only with `.handleCookies`: drawn with and without the flag, so the model sees the key
+        // share a download when it is inactive and isolate one when it acts.
+        key(ModelOrigin.cookieDeadline.rawValue) { spec, random, _ in
+            spec.context[ModelOrigin.cookieDeadline] = pick([0.05, 0.5], &random)
+            if Bool.random(using: &random) { spec.options.insert(.handleCookies) }
+            let acts = spec.options.contains(.handleCookies)
+            note(&spec, "cookie deadline \(spec.context[ModelOrigin.cookieDeadline]!)\(acts ? "" : " (inactive)")")
         },
         key(ImageContextOption.httpTransferTimeout.rawValue) { spec, random, _ in
             spec.context.httpTransferTimeout = pick([1.0, 5.0], &random)

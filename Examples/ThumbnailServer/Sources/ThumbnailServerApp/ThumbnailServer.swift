@@ -13,7 +13,8 @@ import ServiceLifecycle
 /// the gallery at `/`. Prometheus `/metrics` is served on its own listener
 /// (``ThumbnailServerConfiguration/metricsPort``). Every connection is guarded (``ConnectionGuard``): idle, header
 /// and write timeouts, a cap that evicts idle and half-sent connections, and no reading from a client that does
-/// not read its answers.
+/// not read its answers. With ``ThumbnailServerConfiguration/tracesEndpoint``, the service's spans go to an
+/// OpenTelemetry collector (``TracingBackend``).
 public struct ThumbnailServer: Sendable {
     /// The HTTP application (run it, or test it with HummingbirdTesting).
     public let application: Application<RouterResponder<BasicRequestContext>>
@@ -41,10 +42,14 @@ public struct ThumbnailServer: Sendable {
         let metrics = ServerMetrics()
         let readiness = Readiness()
         let metricsPort = MetricsPort()
+        let tracing = try configuration.tracesEndpoint.map {
+            try TracingBackend.make(endpoint: $0, serviceName: "thumbnail-server", logger: logger)
+        }
+        var serviceConfiguration = configuration.service(logger: logger, metricsFactory: metrics.factory)
+        if let tracing { serviceConfiguration.tracer = tracing.tracer }
         let service: ImageService
         do {
-            service = try ImageService(
-                configuration: configuration.service(logger: logger, metricsFactory: metrics.factory))
+            service = try ImageService(configuration: serviceConfiguration)
         } catch let error as ImageServiceConfigurationError {
             throw ConfigurationError(error.message)
         }
@@ -78,6 +83,8 @@ public struct ThumbnailServer: Sendable {
         }
 
         var services: [any Service] = [ResourcesService(service: service)]
+        // First, so it stops last: the spans of the last requests are sent before the process exits.
+        if let tracing { services.insert(tracing.service, at: 0) }
         if let port = configuration.metricsPort {
             services.append(
                 MetricsEndpoint.application(

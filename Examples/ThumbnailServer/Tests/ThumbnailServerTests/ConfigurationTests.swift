@@ -16,6 +16,7 @@ import WebImage
                 "EFFORT": "avif=fast,png=best",
                 "PERCEPTUAL_DISTANCE": "jpeg=2.5,webp=4", "SOURCE_MIN_TTL": "5", "REQUEST_TIMEOUT": "4",
                 "ALLOWED_HOSTS": "a.example, b.example", "REDIS_KEY_PREFIX": "x:", "PORT": "0", "IDLE_TIMEOUT": "2",
+                "TRACES_ENDPOINT": "http://collector:4318/v1/traces",
             ], arguments: ["test"])
         let service = loaded.service
         #expect(service.workers == 3 && service.queueLimit == 7 && service.maxSide == 900)
@@ -26,6 +27,7 @@ import WebImage
         #expect(service.allowedHosts == ["a.example", "b.example"] && service.redisKeyPrefix == "x:")
         // The server's own settings stay the server's.
         #expect(loaded.port == 0 && loaded.connectionLimits.idleTimeout == 2)
+        #expect(loaded.tracesEndpoint == "http://collector:4318/v1/traces")
         // Read and written through the server's configuration as if they were its own.
         var configuration = loaded
         configuration.workers = 5

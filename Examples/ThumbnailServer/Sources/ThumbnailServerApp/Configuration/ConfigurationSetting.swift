@@ -206,6 +206,7 @@ struct ConfigurationSetting: Sendable {
             }
             configuration.logJSON = text.lowercased() == "json"
         },
+        .init(name: "TRACES_ENDPOINT", key: "tracesEndpoint") { $0.tracesEndpoint = $1.isEmpty ? nil : $1 },
     ]
 }
 

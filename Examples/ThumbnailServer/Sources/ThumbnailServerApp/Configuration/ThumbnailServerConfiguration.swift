@@ -63,6 +63,10 @@ public struct ThumbnailServerConfiguration: Sendable {
     public var logLevel = "info"
     /// Log lines as JSON objects (default) or as text.
     public var logJSON = true
+    /// The OTLP/HTTP endpoint the spans of every request go to (`http://collector:4318/v1/traces`), through
+    /// swift-otel; nil (default): spans go to the process's `InstrumentationSystem` tracer, a no-op unless
+    /// something bootstrapped one.
+    public var tracesEndpoint: String?
 
     /// The defaults.
     public init() {}
