@@ -140,8 +140,8 @@ import Testing
         }
     }
 
-    /// Property: distinct (source, options, encoding) tuples have distinct result keys and ETags, including
-    /// tuples built to collide if parts were simply joined. Random tuples, seed printed.
+    /// Property: distinct (source, options, encoding, output settings) tuples have distinct result keys and ETags,
+    /// including tuples built to collide if parts were simply joined. Random tuples, seed printed.
     @Test func keysAreInjective() throws {
         let seed = UInt64.random(in: 0...UInt64.max)
         print("keysAreInjective seed \(seed)")
@@ -163,13 +163,18 @@ import Testing
                 quality: [nil, 50].randomElement(using: &generator)!, format: .auto,
                 animated: Bool.random(using: &generator))
             let encoding: OutputEncoding = [.jpegOrPNG, .source, .format(.webp)].randomElement(using: &generator)!
-            let identity = "\(source.canonical)|\(options.canonicalDescription)|\(encoding)"
-            let key = ServiceKeys.resultKey(options, encoding: encoding)
+            var settings = ImageServiceConfiguration()
+            settings.quality[.webp] = [80, 81].randomElement(using: &generator)!
+            settings.effort[.avif] = [.fast, .balanced].randomElement(using: &generator)!
+            let rendering = EncodingSettings(settings).fingerprint
+            let identity = "\(source.canonical)|\(options.canonicalDescription)|\(encoding)|\(rendering)"
+            let key = ServiceKeys.resultKey(options, encoding: encoding, rendering: rendering)
             if let other = seen[key] {
                 #expect(other == identity, "seed \(seed): \(other) and \(identity) share \(key)")
             }
             seen[key] = identity
-            let tag = ServiceKeys.entityTag(options, encoding: encoding, sourceValidator: "etag:\"1\"")
+            let tag = ServiceKeys.entityTag(
+                options, encoding: encoding, rendering: rendering, sourceValidator: "etag:\"1\"")
             if let other = tags[tag] { #expect(other == identity, "seed \(seed)") }
             tags[tag] = identity
         }

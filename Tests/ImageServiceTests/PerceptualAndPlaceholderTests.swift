@@ -128,6 +128,57 @@ import Testing
         #expect(Set(answers.map(\.jpeg)).count == 1, "AVIF's effort leaves JPEG alone")
     }
 
+    /// The server's output settings are part of every result's identity (its key and ETag): a service over the same
+    /// disk cache with another AVIF effort renders anew under a new ETag, and a client holding the old ETag gets
+    /// the new bytes, not a 304; with the first service's settings again, the stored result is served (no decode)
+    /// under the first ETag.
+    @Test func outputSettingsArePartOfAResultsIdentity() async throws {
+        let source = try Self.texturedPNG()
+        let shared = FileManager.default.temporaryDirectory.appendingPathComponent("image-service-shared-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: shared) }
+        let first = try await ServiceFixture.start({ $0.cacheDirectory = shared }) { _ in
+            .respond(headers: [("Content-Type", "image/png")], body: source)
+        }
+        defer { Task { await first.origin.stop() } }
+        let original = await first.get("/photo.png", "w=120&format=avif")
+        let tag = try #require(original.headers[.eTag])
+        try await Self.waitForStoredResult(of: original.body.count, in: shared)
+        await first.stopService()
+
+        let fast = try first.replica {
+            $0.cacheDirectory = shared
+            $0.effort[.avif] = .fast
+        }
+        let changed = await fast.get("/photo.png", "w=120&format=avif", headers: [.ifNoneMatch: tag])
+        #expect(changed.status == .ok, "an ETag of other settings is not current")
+        #expect(changed.headers[.eTag] != tag && changed.body != original.body)
+        #expect(fast.count("decode") == 1, "rendered anew, not the stored result of other settings")
+        await fast.stopService()
+
+        let again = try first.replica {
+            $0.cacheDirectory = shared
+            $0.effort[.avif] = .balanced
+        }
+        let stored = await again.get("/photo.png", "w=120&format=avif")
+        #expect(stored.headers[.eTag] == tag && stored.body == original.body)
+        #expect(again.count("decode") == 0, "the same settings find the stored result")
+        await again.stopService()
+    }
+
+    /// Waits (up to 10 s) until a file of at least `bytes` bytes is under `directory`'s result cache: the disk
+    /// level is written in the background.
+    static func waitForStoredResult(of bytes: Int, in directory: URL) async throws {
+        let results = directory.appendingPathComponent("results")
+        for _ in 0..<200 {
+            let files = FileManager.default.enumerator(at: results, includingPropertiesForKeys: [.fileSizeKey])
+            while let file = files?.nextObject() as? URL {
+                if let size = try? file.resourceValues(forKeys: [.fileSizeKey]).fileSize, size >= bytes { return }
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        Issue.record("no stored result under \(results.path)")
+    }
+
     /// Placeholders: the string of the thumbnail the same request would render (its exact pixels are the PNG
     /// answer's), text/plain, cached with an ETag that answers 304.
     @Test(arguments: Placeholder.allCases) func placeholdersAreTheHashOfTheThumbnail(kind: Placeholder) async throws {

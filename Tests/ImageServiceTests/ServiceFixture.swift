@@ -24,6 +24,14 @@ struct ServiceFixture: Sendable {
         script: @escaping TestHTTPServer.Script
     ) async throws -> ServiceFixture {
         let origin = try await TestHTTPServer.start(threads: 2, script: script)
+        return try service(on: origin, adjust)
+    }
+
+    /// A service on `origin`, configured by `adjust` from the test defaults, with metrics, spans and a cache folder
+    /// of its own.
+    private static func service(
+        on origin: TestHTTPServer, _ adjust: (inout ImageServiceConfiguration) -> Void
+    ) throws -> ServiceFixture {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("image-service-\(UUID())")
         let metrics = TestMetrics()
         let tracer = InMemoryTracer()
@@ -37,6 +45,18 @@ struct ServiceFixture: Sendable {
         adjust(&configuration)
         let service = try ImageService(configuration: configuration)
         return ServiceFixture(service: service, origin: origin, metrics: metrics, tracer: tracer, directory: directory)
+    }
+
+    /// Another service on this fixture's origin (the same source URLs), configured by `adjust` from the test
+    /// defaults: this service restarted with other settings, or a replica. Stop it with ``stopService()``.
+    func replica(_ adjust: (inout ImageServiceConfiguration) -> Void) throws -> ServiceFixture {
+        try Self.service(on: origin, adjust)
+    }
+
+    /// Stops the service and removes its cache folder, leaving the origin to others.
+    func stopService() async {
+        await service.shutdown()
+        try? FileManager.default.removeItem(at: directory)
     }
 
     func stop() async {

@@ -28,7 +28,7 @@ extension ImageService {
     func answer(
         _ options: ThumbnailOptions, encoding: OutputEncoding, conditional: Conditional, work: WorkContext
     ) async throws -> Answer {
-        let key = ServiceKeys.resultKey(options, encoding: encoding)
+        let key = ServiceKeys.resultKey(options, encoding: encoding, rendering: rendering)
         var stale: StoredResult?
         if let hit = engine.memoryResult(forKey: key) {
             try judge(hit)
@@ -42,7 +42,8 @@ extension ImageService {
             let thumbnail = try await workers.withWorker { () -> Answer in
                 let source = try await engine.source(options.source, context: work)
                 try judge(source.record)
-                let etag = ServiceKeys.entityTag(options, encoding: encoding, sourceValidator: source.validator)
+                let etag = ServiceKeys.entityTag(
+                    options, encoding: encoding, rendering: rendering, sourceValidator: source.validator)
                 if conditional.isNotModified(etag: etag, lastModified: source.lastModified) {
                     return .notModified(
                         etag: etag, lastModified: source.lastModified, isShareable: source.isShareable,
@@ -105,7 +106,8 @@ extension ImageService {
         _ key: String, options: ThumbnailOptions, encoding: OutputEncoding, source: SourceEntry, stale: StoredResult?,
         work: WorkContext
     ) async throws -> Thumbnail {
-        let etag = ServiceKeys.entityTag(options, encoding: encoding, sourceValidator: source.validator)
+        let etag = ServiceKeys.entityTag(
+            options, encoding: encoding, rendering: rendering, sourceValidator: source.validator)
         if let stale, stale.record.sourceValidator == source.validator, source.isShareable {
             let refreshed = StoredResult(
                 data: stale.data, contentType: stale.contentType, etag: stale.etag, lastModified: stale.lastModified,

@@ -47,6 +47,8 @@ public final class ImageService: Sendable {
     let metrics: ServiceMetrics
     let tracer: StageTracer
     let canEncodeAVIF: Bool
+    /// ``EncodingSettings/fingerprint`` of the configuration: a part of every result key and entity tag.
+    let rendering: String
 
     /// Builds the service: coders, caches, origin clients, the worker pool.
     ///
@@ -54,6 +56,7 @@ public final class ImageService: Sendable {
     ///   and unsigned requests not allowed, a bad key, allowlist entry, address block or preset, a bad Redis URL).
     public init(configuration: ImageServiceConfiguration) throws {
         self.configuration = configuration
+        rendering = EncodingSettings(configuration).fingerprint
         let setup = try ServiceSetup(configuration)
         signer = setup.signer
         parser = setup.parser

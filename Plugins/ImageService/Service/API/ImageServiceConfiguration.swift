@@ -66,10 +66,10 @@ public struct ImageServiceConfiguration: Sendable {
     /// CPU at 256 px, 150 ms at 512 px per probe); its result is cached like any other.
     public var perceptualDistance: [ImageFormat: Double] = [.jpeg: 3.0, .webp: 3.0, .avif: 2.0]
     /// Encoder effort per format; a format not listed encodes at `.balanced`. AVIF's default is `.balanced`
-    /// (libavif speed 6, Pillow's and so thumbor's default): on the corpus photos at 512 px its files are 8 %
-    /// smaller than `.fast`'s (speed 10, libaom's realtime mode) for about 0.2 s more CPU per AVIF thumbnail on this
-    /// project's 2-core machine. `.fast` is the choice for a service that makes many AVIF thumbnails and serves
-    /// each few times.
+    /// (libavif speed 6, Pillow's and so thumbor's default): its files are 8–10 % smaller than `.fast`'s (speed 10,
+    /// libaom's realtime mode) on photos at 512 px, for 0.1–0.2 s more CPU per AVIF thumbnail on this project's
+    /// 2-core machine (Benchmarks/proxy). `.fast` is the choice for a service that makes many AVIF thumbnails and
+    /// serves each few times.
     public var effort: [ImageFormat: EncodeEffort] = [.avif: .balanced]
     /// Progressive JPEG output.
     public var progressiveJPEG = false

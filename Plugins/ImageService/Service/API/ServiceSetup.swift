@@ -123,15 +123,10 @@ extension PipelineEngine {
                 metrics.originInFlight.increment()
             },
             onRequestEnded: { metrics.originInFlight.decrement() })
-        var encoding = EncodingSettings.defaults
-        for (format, quality) in configuration.quality { encoding.quality[format] = min(100, max(1, quality)) }
-        for (format, effort) in configuration.effort { encoding.effort[format] = effort }
-        encoding.progressiveJPEG = configuration.progressiveJPEG
-        encoding.perceptualDistance = configuration.perceptualDistance.filter { $0.value.isFinite && $0.value > 0 }
         let renderer = Renderer(
             coders: coders, pool: WorkPool.cpu,
             limits: SourceLimits(maxPixels: configuration.maxSourcePixels, maxFrames: configuration.maxSourceFrames),
-            encoding: encoding)
+            encoding: EncodingSettings(configuration))
         return PipelineEngine(
             results: results, sources: sources, fetcher: fetcher, renderer: renderer,
             freshness: configuration.freshness, metrics: metrics,

@@ -17,21 +17,24 @@ enum ServiceKeys {
         "\(version)-src-" + digest([source.canonical])
     }
 
-    /// The key of a rendered thumbnail in the result cache.
-    static func resultKey(_ options: ThumbnailOptions, encoding: OutputEncoding) -> String {
-        "\(version)-res-" + digest([options.source.canonical, options.canonicalDescription, encoding.description])
+    /// The key of a rendered thumbnail in the result cache: the source, the options, the encoding, and the
+    /// server's output settings (`rendering`, ``EncodingSettings/fingerprint``), which change the bytes too.
+    static func resultKey(_ options: ThumbnailOptions, encoding: OutputEncoding, rendering: String) -> String {
+        "\(version)-res-"
+            + digest([options.source.canonical, options.canonicalDescription, encoding.description, rendering])
     }
 
-    /// A strong entity tag for the thumbnail of a source version: the source's URL and validator, the options and
-    /// the encoding. Equal tags mean equal bytes (same source bytes, same rendering), so a `304` needs no render.
+    /// A strong entity tag for the thumbnail of a source version: the source's URL and validator, the options, the
+    /// encoding and the server's output settings. Equal tags mean equal bytes (same source bytes, same rendering),
+    /// so a `304` needs no render.
     ///
     /// - Parameter sourceValidator: the source's own ETag or Last-Modified, or a digest of its bytes when it has
     ///   neither (``contentValidator(_:)``).
     static func entityTag(
-        _ options: ThumbnailOptions, encoding: OutputEncoding, sourceValidator: String
+        _ options: ThumbnailOptions, encoding: OutputEncoding, rendering: String, sourceValidator: String
     ) -> String {
         let hash = digest([
-            options.source.canonical, sourceValidator, options.canonicalDescription, encoding.description,
+            options.source.canonical, sourceValidator, options.canonicalDescription, encoding.description, rendering,
         ])
         return "\"\(version)-\(hash.prefix(32))\""
     }

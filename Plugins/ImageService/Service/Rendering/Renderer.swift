@@ -223,37 +223,6 @@ struct SourceLimits: Sendable, Equatable {
     }
 }
 
-/// Quality and effort per output format. Value type; thread-safe.
-struct EncodingSettings: Sendable, Equatable {
-    /// Default quality 1...100 per format (JPEG, WebP, AVIF; PNG and GIF are lossless here).
-    var quality: [ImageFormat: Int]
-    /// Encoder effort per format; formats not listed use `.balanced`.
-    var effort: [ImageFormat: EncodeEffort]
-    /// Progressive JPEG.
-    var progressiveJPEG: Bool
-    /// `q=auto`'s butteraugli distance per format; a format not listed encodes at its fixed quality.
-    var perceptualDistance: [ImageFormat: Double] = [:]
-
-    /// The server's defaults: quality 80 for JPEG and WebP, 60 for AVIF (imgproxy's and thumbor's neighbourhood);
-    /// every format at `.balanced` effort (``ImageServiceConfiguration/effort`` overrides it).
-    static let defaults = EncodingSettings(
-        quality: [.jpeg: 80, .webp: 80, .avif: 60], effort: [:], progressiveJPEG: false)
-
-    /// The encoder options for `format`: the request's quality when it gave one; with `auto`, a perceptual target
-    /// at the format's distance, capped at the format's default quality (a search never spends more bytes than the
-    /// fixed default would: the benchmark's capped rows, 0.89–0.99× of q 80's bytes).
-    func options(for format: ImageFormat, quality requested: Int?, auto: Bool, animated: Bool) -> ImageEncodeOptions {
-        let fixed = Double(requested ?? quality[format] ?? 80) / 100
-        var options = ImageEncodeOptions(
-            quality: fixed, effort: effort[format] ?? .balanced, progressive: format == .jpeg && progressiveJPEG,
-            firstFrameOnly: !animated)
-        if auto, let distance = perceptualDistance[format] {
-            options.perceptualTarget = PerceptualTarget(maxDistance: distance, maxQuality: fixed)
-        }
-        return options
-    }
-}
-
 extension Duration {
     /// The duration in seconds.
     var seconds: Double {
