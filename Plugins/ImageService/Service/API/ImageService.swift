@@ -56,7 +56,9 @@ public final class ImageService: Sendable {
     ///   and unsigned requests not allowed, a bad key, allowlist entry, address block or preset, a bad Redis URL).
     public init(configuration: ImageServiceConfiguration) throws {
         self.configuration = configuration
-        rendering = EncodingSettings(configuration).fingerprint
+        // One value for the renderer and the keys, so the keys name exactly the settings the renderer uses.
+        let encoding = EncodingSettings(configuration)
+        rendering = encoding.fingerprint
         let setup = try ServiceSetup(configuration)
         signer = setup.signer
         parser = setup.parser
@@ -81,7 +83,8 @@ public final class ImageService: Sendable {
             metrics.queueDepth.record(waiting)
         }
         self.workers = workers
-        engine = try PipelineEngine.make(configuration, policy: setup.policy, coders: coders, metrics: metrics)
+        engine = try PipelineEngine.make(
+            configuration, policy: setup.policy, coders: coders, encoding: encoding, metrics: metrics)
     }
 
     /// Closes the origin clients and the Redis connections. Call it once the adapter stopped taking requests.

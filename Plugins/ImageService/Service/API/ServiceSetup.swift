@@ -63,7 +63,7 @@ extension PipelineEngine {
     /// The engine of `configuration`: caches (memory, disk, Redis), pinned origin clients, the fetcher, the renderer.
     static func make(
         _ configuration: ImageServiceConfiguration, policy: SourcePolicy, coders: CodersManager,
-        metrics: ServiceMetrics
+        encoding: EncodingSettings, metrics: ServiceMetrics
     ) throws -> PipelineEngine {
         let logger = configuration.logger
         let prefix = configuration.metricsPrefix
@@ -126,7 +126,7 @@ extension PipelineEngine {
         let renderer = Renderer(
             coders: coders, pool: WorkPool.cpu,
             limits: SourceLimits(maxPixels: configuration.maxSourcePixels, maxFrames: configuration.maxSourceFrames),
-            encoding: EncodingSettings(configuration))
+            encoding: encoding)
         return PipelineEngine(
             results: results, sources: sources, fetcher: fetcher, renderer: renderer,
             freshness: configuration.freshness, metrics: metrics,

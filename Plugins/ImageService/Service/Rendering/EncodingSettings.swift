@@ -33,26 +33,6 @@ struct EncodingSettings: Sendable, Equatable {
         return options
     }
 
-    /// The settings `configuration` gives: ``defaults``, then its quality (clamped to 1...100), effort, progressive
-    /// JPEG and `q=auto` distances (finite and above 0).
-    init(_ configuration: ImageServiceConfiguration) {
-        self = .defaults
-        for (format, value) in configuration.quality { quality[format] = min(100, max(1, value)) }
-        for (format, value) in configuration.effort { effort[format] = value }
-        progressiveJPEG = configuration.progressiveJPEG
-        perceptualDistance = configuration.perceptualDistance.filter { $0.value.isFinite && $0.value > 0 }
-    }
-
-    init(
-        quality: [ImageFormat: Int], effort: [ImageFormat: EncodeEffort], progressiveJPEG: Bool,
-        perceptualDistance: [ImageFormat: Double] = [:]
-    ) {
-        self.quality = quality
-        self.effort = effort
-        self.progressiveJPEG = progressiveJPEG
-        self.perceptualDistance = perceptualDistance
-    }
-
     /// Every setting in one canonical text (formats sorted; an effort of `.balanced`, the default, left out): equal
     /// texts mean equal output for equal pixels. A part of result keys and entity tags, so a change of settings is a
     /// result-cache miss and a new ETag, and replicas of a fleet configured differently never share results.
@@ -62,5 +42,17 @@ struct EncodingSettings: Sendable, Equatable {
         }
         return "quality \(list(quality)); effort \(list(effort.filter { $0.value != .balanced })); "
             + "progressive \(progressiveJPEG); distance \(list(perceptualDistance))"
+    }
+}
+
+extension EncodingSettings {
+    /// The settings `configuration` gives: ``defaults``, then its quality (clamped to 1...100), effort, progressive
+    /// JPEG and `q=auto` distances (finite and above 0).
+    init(_ configuration: ImageServiceConfiguration) {
+        self = .defaults
+        for (format, value) in configuration.quality { quality[format] = min(100, max(1, value)) }
+        for (format, value) in configuration.effort { effort[format] = value }
+        progressiveJPEG = configuration.progressiveJPEG
+        perceptualDistance = configuration.perceptualDistance.filter { $0.value.isFinite && $0.value > 0 }
     }
 }
