@@ -148,8 +148,8 @@ let package = Package(
             name: "ImageService",
             dependencies: [
                 "ImageServiceQuery", "ImageCore", "PNGCoder", "JPEGCoder", "WebPCoder", "GIFCoder", "AVIFCoder",
-                "HEIFCoder", "JXLCoder", "ColorManagement", "ImageTransformers", "DiskCache", "RedisCache",
-                "HTTPLoader",
+                "HEIFCoder", "JXLCoder", "ColorManagement", "ImageTransformers", "DiskCache", "MemoryCache",
+                "RedisCache", "HTTPLoader",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -69,16 +69,18 @@ struct LRUStorage {
 
     // MARK: Lookup
 
-    /// The live entry for `key`, marked most recently used; stale entries are removed into `dropped`.
-    mutating func lookup(_ key: String, now: UInt64, dropped: inout [Image]) -> (Image, MemoryEntryExtras?)? {
+    /// The live entry for `key` (an image, bytes alone, or both), marked most recently used; stale entries are
+    /// removed into `dropped`.
+    mutating func lookup(_ key: String, now: UInt64, dropped: inout [AnyObject]) -> (Image?, MemoryEntryExtras?)? {
         guard let position = index[key] else { return nil }
         if slots[position].expiry <= now {
-            if let image = remove(at: position) { dropped.append(image) }
+            if let held = remove(at: position) { dropped.append(held) }
             return nil
         }
         moveToFront(position)
-        guard let image = slots[position].image else { return nil }
-        return (image, slots[position].extras)
+        if let image = slots[position].image { return (image, slots[position].extras) }
+        guard let extras = slots[position].extras, extras.data != nil else { return nil }
+        return (nil, extras)
     }
 
     /// True when `key` has a live entry; does not change the order.
@@ -96,9 +98,10 @@ struct LRUStorage {
 
     // MARK: Mutation
 
-    /// Inserts or replaces `key`; the replaced image goes to `dropped`.
+    /// Inserts or replaces `key` (a nil `image` is an entry of bytes alone, in `extras`); the replaced image goes
+    /// to `dropped`.
     mutating func insert(
-        _ key: String, image: Image, extras: MemoryEntryExtras?, cost: Int, expiry: UInt64, dropped: inout [Image]
+        _ key: String, image: Image?, extras: MemoryEntryExtras?, cost: Int, expiry: UInt64, dropped: inout [AnyObject]
     ) {
         weakTable.removeValue(forKey: key)
         if let position = index[key] {
@@ -125,8 +128,8 @@ struct LRUStorage {
         linkAtFront(position)
     }
 
-    /// Removes `key` from the list and the weak table; returns its image.
-    mutating func remove(_ key: String) -> Image? {
+    /// Removes `key` from the list and the weak table; returns what it held (see ``remove(at:)``).
+    mutating func remove(_ key: String) -> AnyObject? {
         weakTable.removeValue(forKey: key)
         guard let position = index[key] else { return nil }
         return remove(at: position)
@@ -134,30 +137,32 @@ struct LRUStorage {
 
     /// Evicts least recently used entries until both limits hold; images go to `dropped` (and to the weak table
     /// when `keepWeak`).
-    mutating func evict(toCost costLimit: Int, toCount countLimit: Int, keepWeak: Bool, dropped: inout [Image]) {
+    mutating func evict(toCost costLimit: Int, toCount countLimit: Int, keepWeak: Bool, dropped: inout [AnyObject]) {
         while tail >= 0 && (totalCost > costLimit || index.count > countLimit) {
             let position = tail
             let key = slots[position].key
             let extras = slots[position].extras
             let cost = slots[position].cost
             let expiry = slots[position].expiry
-            guard let image = remove(at: position) else { continue }
-            if keepWeak { remember(key, WeakImage(image: image, extras: extras, cost: cost, expiry: expiry)) }
-            dropped.append(image)
+            guard let removed = remove(at: position) else { continue }
+            if keepWeak, let image = removed as? Image {
+                remember(key, WeakImage(image: image, extras: extras, cost: cost, expiry: expiry))
+            }
+            dropped.append(removed)
         }
     }
 
     /// Evicts least recently used entries until the limits in force hold.
-    mutating func evictToLimits(keepWeak: Bool, dropped: inout [Image]) {
+    mutating func evictToLimits(keepWeak: Bool, dropped: inout [AnyObject]) {
         evict(toCost: limits.cost, toCount: limits.count, keepWeak: keepWeak, dropped: &dropped)
     }
 
-    /// Removes every stale entry; images go to `dropped`.
-    mutating func removeExpired(now: UInt64, dropped: inout [Image]) {
+    /// Removes every stale entry; what they held goes to `dropped`.
+    mutating func removeExpired(now: UInt64, dropped: inout [AnyObject]) {
         var position = tail
         while position >= 0 {
             let previous = slots[position].prev
-            if slots[position].expiry <= now, let image = remove(at: position) { dropped.append(image) }
+            if slots[position].expiry <= now, let held = remove(at: position) { dropped.append(held) }
             position = previous
         }
     }
@@ -177,17 +182,19 @@ struct LRUStorage {
 
     // MARK: List plumbing
 
-    private mutating func remove(at position: Int) -> Image? {
+    /// Unlinks the slot and returns what it held, for the caller to release after unlocking: the image, or for an
+    /// entry of bytes alone their box (a 16 MB buffer is not freed under the lock either).
+    private mutating func remove(at position: Int) -> AnyObject? {
         unlink(position)
         index.removeValue(forKey: slots[position].key)
         totalCost -= slots[position].cost
-        let image = slots[position].image
+        let held: AnyObject? = slots[position].image ?? slots[position].extras
         slots[position].image = nil
         slots[position].extras = nil
         slots[position].key = ""
         slots[position].cost = 0
         freeSlots.append(position)
-        return image
+        return held
     }
 
     private mutating func remember(_ key: String, _ entry: WeakImage) {

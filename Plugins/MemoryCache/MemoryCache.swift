@@ -7,7 +7,8 @@ import Synchronization
 /// an optional weak table; the memory level of SDWebImage's `SDImageCache`.
 ///
 /// Cost of an entry is ``/ImageCore/Image/memoryCost`` (plus the stored bytes when
-/// ``MemoryCacheConfiguration/keepsData``). Every operation is O(1) except trims, which are O(evicted).
+/// ``MemoryCacheConfiguration/keepsData``); an entry of bytes alone (``setData(_:metadata:forKey:)``, a service's
+/// encoded results and sources) costs its bytes. Every operation is O(1) except trims, which are O(evicted).
 ///
 /// The cost and count limits can be changed while the cache runs (``costLimit``, ``countLimit``,
 /// ``maxEntryCost``, ``setCostLimit(forMemoryLimit:)``); lowering one evicts down to it before the setter returns.
@@ -63,22 +64,33 @@ public final class MemoryCache: ImageCacheProtocol, Sendable {
 
     // MARK: Direct API
 
-    /// The image for `key`, or nil; a hit becomes the most recently used entry.
+    /// The image for `key`, or nil; a hit becomes the most recently used entry. An entry of bytes alone
+    /// (``setData(_:metadata:forKey:)``) has no image: nil.
     public func image(forKey key: String) -> Image? { lookup(key)?.image }
 
-    /// The image, kept bytes and metadata for `key`, or nil; a hit becomes the most recently used entry.
+    /// The image, kept bytes and metadata for `key`, or nil; a hit becomes the most recently used entry. An entry
+    /// of bytes alone has no image: nil (see ``data(forKey:)``).
     ///
     /// With the weak table on, an evicted image that is still alive elsewhere is found and put back.
     public func entry(forKey key: String) -> (image: Image, data: Data?, metadata: CacheEntryMetadata?)? {
-        guard let (image, extras) = lookup(key) else { return nil }
+        guard let (image, extras) = lookup(key), let image else { return nil }
         return (image, extras?.data, extras?.metadata)
     }
 
-    private func lookup(_ key: String) -> (image: Image, extras: MemoryEntryExtras?)? {
+    /// The bytes kept for `key` and their metadata, or nil; a hit becomes the most recently used entry.
+    ///
+    /// Finds an entry of bytes alone (``setData(_:metadata:forKey:)``) and the bytes kept beside an image (with
+    /// ``MemoryCacheConfiguration/keepsData``).
+    public func data(forKey key: String) -> (data: Data, metadata: CacheEntryMetadata?)? {
+        guard let (_, extras) = lookup(key), let extras, let data = extras.data else { return nil }
+        return (data, extras.metadata)
+    }
+
+    private func lookup(_ key: String) -> (image: Image?, extras: MemoryEntryExtras?)? {
         let now = ttlNanoseconds == nil ? 0 : clock()
         let useWeak = initialConfiguration.shouldUseWeakMemoryCache
-        var dropped: [Image] = []
-        let found = state.withLock { storage -> (Image, MemoryEntryExtras?)? in
+        var dropped: [AnyObject] = []
+        let found = state.withLock { storage -> (Image?, MemoryEntryExtras?)? in
             if let hit = storage.lookup(key, now: now, dropped: &dropped) { return hit }
             guard useWeak, let revived = storage.takeFromWeakTable(key, now: now) else { return nil }
             storage.insert(
@@ -101,10 +113,26 @@ public final class MemoryCache: ImageCacheProtocol, Sendable {
         _ image: Image, forKey key: String, data: Data? = nil, metadata: CacheEntryMetadata? = nil
     ) -> Bool {
         let keptData = initialConfiguration.keepsData ? data : nil
-        let cost = image.memoryCost + (keptData?.count ?? 0)
-        var dropped: [Image] = []
-        defer { withExtendedLifetime(dropped) {} }
         let extras = keptData == nil && metadata == nil ? nil : MemoryEntryExtras(data: keptData, metadata: metadata)
+        return insert(key, image: image, extras: extras, cost: image.memoryCost + (keptData?.count ?? 0))
+    }
+
+    /// Stores `data` and its metadata under `key` as an entry of bytes alone, with no image: what a service
+    /// keeps when its product is encoded bytes (a thumbnail served as stored, a source decoded only at the size
+    /// asked), so a hit costs no decode and no encode. Evicts like ``setImage(_:forKey:data:metadata:)``.
+    ///
+    /// The entry costs `data.count` and is kept whatever ``MemoryCacheConfiguration/keepsData`` says (the bytes
+    /// are the entry). An entry costlier than ``maxEntryCost`` is not stored and removes any older entry for `key`.
+    /// Found by ``data(forKey:)`` and the ``/ImageCore/ImageCacheProtocol`` queries (a result with no image).
+    /// - Returns: false when the bytes were refused by the per-entry cap.
+    @discardableResult
+    public func setData(_ data: Data, metadata: CacheEntryMetadata? = nil, forKey key: String) -> Bool {
+        insert(key, image: nil, extras: MemoryEntryExtras(data: data, metadata: metadata), cost: data.count)
+    }
+
+    private func insert(_ key: String, image: Image?, extras: MemoryEntryExtras?, cost: Int) -> Bool {
+        var dropped: [AnyObject] = []
+        defer { withExtendedLifetime(dropped) {} }
         let expiry: UInt64
         if let ttlNanoseconds {
             let (sum, overflow) = clock().addingReportingOverflow(ttlNanoseconds)
@@ -177,7 +205,7 @@ public final class MemoryCache: ImageCacheProtocol, Sendable {
     /// Changes the limits and evicts down to them in one critical section.
     private func updateLimits(_ change: (inout MemoryCacheLimits) -> Void) {
         let keepWeak = initialConfiguration.shouldUseWeakMemoryCache
-        var dropped: [Image] = []
+        var dropped: [AnyObject] = []
         state.withLock { storage in
             change(&storage.limits)
             storage.evictToLimits(keepWeak: keepWeak, dropped: &dropped)
@@ -220,7 +248,7 @@ public final class MemoryCache: ImageCacheProtocol, Sendable {
     public func removeExpired() {
         guard ttlNanoseconds != nil else { return }
         let now = clock()
-        var dropped: [Image] = []
+        var dropped: [AnyObject] = []
         state.withLock { $0.removeExpired(now: now, dropped: &dropped) }
         withExtendedLifetime(dropped) {}
     }
@@ -233,7 +261,7 @@ public final class MemoryCache: ImageCacheProtocol, Sendable {
 
     private func trim(cost: Int?, count: Int?) {
         let keepWeak = initialConfiguration.shouldUseWeakMemoryCache
-        var dropped: [Image] = []
+        var dropped: [AnyObject] = []
         state.withLock { storage in
             storage.evict(
                 toCost: min(cost ?? .max, storage.limits.cost), toCount: min(count ?? .max, storage.limits.count),
@@ -258,18 +286,20 @@ extension MemoryCache {
     /// Answers from memory before returning; a miss, or a `cacheType` without `.memory`, completes with nil.
     ///
     /// The result carries the image, and the kept bytes when ``MemoryCacheConfiguration/keepsData`` (so
-    /// ``/ImageCore/ImageOptions/queryMemoryData`` is served from memory only then). Always returns nil.
+    /// ``/ImageCore/ImageOptions/queryMemoryData`` is served from memory only then); for an entry of bytes alone
+    /// (``setData(_:metadata:forKey:)``), the bytes and no image. Always returns nil.
     @discardableResult
     public func queryImage(
         forKey key: String, options: ImageOptions, context: ImageContext, cacheType: ImageCacheType,
         completion: @escaping @Sendable (Result<CacheQueryResult?, ImageError>) -> Void
     ) -> (any ImageOperation)? {
-        guard cacheType.contains(.memory), let hit = entry(forKey: key) else {
+        guard cacheType.contains(.memory), let (image, extras) = lookup(key) else {
             completion(.success(nil))
             return nil
         }
         completion(
-            .success(CacheQueryResult(image: hit.image, data: hit.data, metadata: hit.metadata, cacheType: .memory)))
+            .success(
+                CacheQueryResult(image: image, data: extras?.data, metadata: extras?.metadata, cacheType: .memory)))
         return nil
     }
 
@@ -279,19 +309,27 @@ extension MemoryCache {
         forKey key: String, options: ImageOptions, context: ImageContext, cacheType: ImageCacheType
     ) -> SyncCacheQueryResult {
         guard cacheType.contains(.memory), let (image, extras) = lookup(key) else { return .miss }
-        guard let extras else { return .hit(.image(image, cacheType: .memory)) }
+        guard let extras else { return image.map { .hit(.image($0, cacheType: .memory)) } ?? .miss }
         return .hit(CacheQueryResult(image: image, data: extras.data, metadata: extras.metadata, cacheType: .memory))
     }
 
-    /// Stores `image` when `cacheType` has `.memory` and `image` is not nil; completes before returning.
+    /// Stores `image` when `cacheType` has `.memory` and `image` is not nil; completes before returning. Without an
+    /// image, `data` is stored as an entry of bytes alone when ``MemoryCacheConfiguration/keepsDataAlone``, and
+    /// nothing is stored otherwise.
     ///
-    /// An image refused by the per-entry cap is not an error (the caller keeps its image); the completion
+    /// An entry refused by the per-entry cap is not an error (the caller keeps what it has); the completion
     /// reports success.
     public func store(
         _ image: Image?, data: Data?, metadata: CacheEntryMetadata?, forKey key: String, cacheType: ImageCacheType,
         completion: (@Sendable (Result<Void, ImageError>) -> Void)?
     ) {
-        if cacheType.contains(.memory), let image { setImage(image, forKey: key, data: data, metadata: metadata) }
+        if cacheType.contains(.memory) {
+            if let image {
+                setImage(image, forKey: key, data: data, metadata: metadata)
+            } else if let data, initialConfiguration.keepsDataAlone {
+                setData(data, metadata: metadata, forKey: key)
+            }
+        }
         completion?(.success(()))
     }
 

@@ -11,7 +11,8 @@ public struct MemoryCacheConfiguration: Sendable, Hashable {
     /// Upper bound of the default cost limit: 1 GiB.
     public static let defaultCostLimitCap = 1 << 30
 
-    /// Total cost (bytes of decoded pixels, plus stored bytes when ``keepsData``) the cache holds at most.
+    /// Total cost (bytes of decoded pixels, plus stored bytes when ``keepsData``, and the bytes of entries of bytes
+    /// alone) the cache holds at most.
     public var costLimit: Int
     /// Number of entries the cache holds at most; `Int.max` means no count limit.
     public var countLimit: Int
@@ -27,6 +28,12 @@ public struct MemoryCacheConfiguration: Sendable, Hashable {
     /// Off by default: a server keeps bytes on disk, and keeping them here roughly doubles the memory per entry.
     /// When on, the bytes count towards the entry's cost.
     public var keepsData: Bool
+    /// Keep bytes stored without an image (`store(nil, data:…)` through ``/ImageCore/ImageCacheProtocol``, as a
+    /// `CachesManager` does when it promotes a lower level's hit) as an entry of bytes alone, costing its bytes.
+    /// For a cache whose product is encoded bytes (a thumbnail service's results and sources); off by default,
+    /// where an image cache ignores such stores. ``MemoryCache/setData(_:metadata:forKey:)`` stores bytes either way.
+    /// Set it on a configuration made by the initializer.
+    public var keepsDataAlone: Bool
 
     /// Creates a configuration; omitted values take the defaults described on the type.
     public init(
@@ -40,6 +47,7 @@ public struct MemoryCacheConfiguration: Sendable, Hashable {
         self.timeToLive = timeToLive
         self.shouldUseWeakMemoryCache = shouldUseWeakMemoryCache
         self.keepsData = keepsData
+        self.keepsDataAlone = false
     }
 
     /// The default configuration.

@@ -168,15 +168,7 @@ import Testing
     /// Waits (up to 10 s) until a file of at least `bytes` bytes is under `directory`'s result cache: the disk
     /// level is written in the background.
     static func waitForStoredResult(of bytes: Int, in directory: URL) async throws {
-        let results = directory.appendingPathComponent("results")
-        for _ in 0..<200 {
-            let files = FileManager.default.enumerator(at: results, includingPropertiesForKeys: [.fileSizeKey])
-            while let file = files?.nextObject() as? URL {
-                if let size = try? file.resourceValues(forKeys: [.fileSizeKey]).fileSize, size >= bytes { return }
-            }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        Issue.record("no stored result under \(results.path)")
+        try await ServiceFixture.waitForStoredFile(of: bytes, in: directory.appendingPathComponent("results"))
     }
 
     /// Placeholders: the string of the thumbnail the same request would render (its exact pixels are the PNG

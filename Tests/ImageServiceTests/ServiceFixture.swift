@@ -6,6 +6,7 @@ import ImageTestSupport
 import InMemoryTracing
 import MetricsTestKit
 import PNGCoder
+import Testing
 
 @testable import ImageService
 
@@ -79,6 +80,19 @@ struct ServiceFixture: Sendable {
 
     func counter(_ name: String, _ dimensions: [(String, String)] = []) -> Int64 {
         metrics.counterTotal(label: "test_\(name)", dimensions: dimensions)
+    }
+
+    /// Waits (up to 10 s) until a file of at least `bytes` bytes is under `folder` (a cache level's directory): the
+    /// disk level is written in the background.
+    static func waitForStoredFile(of bytes: Int, in folder: URL) async throws {
+        for _ in 0..<200 {
+            let files = FileManager.default.enumerator(at: folder, includingPropertiesForKeys: [.fileSizeKey])
+            while let file = files?.nextObject() as? URL {
+                if let size = try? file.resourceValues(forKeys: [.fileSizeKey]).fileSize, size >= bytes { return }
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        Issue.record("no stored file of \(bytes) bytes under \(folder.path)")
     }
 }
 

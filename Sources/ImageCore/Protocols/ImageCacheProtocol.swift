@@ -72,6 +72,10 @@ public struct CacheQueryResult: Sendable {
     }
     /// Which level answered.
     public var cacheType: ImageCacheType
+    /// Which cache answered, as its position in the list of the ``CachesManager`` that asked it (the one that had
+    /// the image, or the bytes when there is no image); nil from a cache asked on its own. Lets a caller count
+    /// hits per cache, where ``cacheType`` names only memory or disk.
+    public var answeredBy: Int?
     private var extras: Extras?
 
     /// Creates a result.

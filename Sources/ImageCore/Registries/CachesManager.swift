@@ -30,6 +30,7 @@ public final class CachesManager: ImageCacheProtocol, Sendable {
         var removePolicy = Policy.concurrent
         var containsPolicy = Policy.serial
         var clearPolicy = Policy.concurrent
+        var promotesHits = false
     }
 
     private let state: Mutex<State>
@@ -70,12 +71,55 @@ public final class CachesManager: ImageCacheProtocol, Sendable {
         set { state.withLock { $0.clearPolicy = newValue } }
     }
 
+    /// Store a query's hit on the caches before the one that answered (default false).
+    ///
+    /// On, a hit from a lower cache (say the disk, or a fleet's Redis) is stored, with its image, bytes and
+    /// metadata and at every level, on each cache of higher priority (the memory, and the disk for a Redis hit),
+    /// so the next query for the key stops higher: SDImageCache's disk-to-memory copy, for any stack of caches.
+    /// The stores run after the answer and are not waited for; a memory cache keeps bytes without an image only
+    /// when configured to (`MemoryCacheConfiguration.keepsDataAlone`). A hit is copied as the cache that answered
+    /// had it: bytes a lower cache added for ``ImageOptions/queryMemoryData`` are not.
+    public var promotesHits: Bool {
+        get { state.withLock { $0.promotesHits } }
+        set { state.withLock { $0.promotesHits = newValue } }
+    }
+
     private func targets(_ policy: Policy) -> [any ImageCacheProtocol] {
+        targetsAndOffset(policy).caches
+    }
+
+    /// The caches an operation of `policy` asks, and the position of the first in the whole list.
+    private func targetsAndOffset(_ policy: Policy) -> (caches: [any ImageCacheProtocol], offset: Int) {
         let caches = self.caches
         switch policy {
-        case .highestOnly: return caches.first.map { [$0] } ?? []
-        case .lowestOnly: return caches.last.map { [$0] } ?? []
-        case .concurrent, .serial: return caches
+        case .highestOnly: return (caches.first.map { [$0] } ?? [], 0)
+        case .lowestOnly: return (caches.last.map { [$0] } ?? [], max(0, caches.count - 1))
+        case .concurrent, .serial: return (caches, 0)
+        }
+    }
+
+    /// What one query asks: the caches (per ``queryPolicy``), where the first sits in the whole list, and
+    /// whether hits are promoted.
+    private struct QueryScope: Sendable {
+        let caches: [any ImageCacheProtocol]
+        let offset: Int
+        let promotes: Bool
+
+        /// Names the cache that answered (`position` in ``caches``) and, when promoting, stores the hit on the
+        /// caches before it.
+        func answered(_ hit: CacheQueryResult, by position: Int, key: String) -> CacheQueryResult {
+            var hit = hit
+            hit.answeredBy = offset + position
+            if promotes { CachesManager.promote(hit, to: caches[..<position], key: key) }
+            return hit
+        }
+    }
+
+    /// Stores `hit` on `caches` (those above the one that answered), not waiting.
+    private static func promote(_ hit: CacheQueryResult, to caches: ArraySlice<any ImageCacheProtocol>, key: String) {
+        for cache in caches {
+            cache.store(
+                hit.image, data: hit.data, metadata: hit.metadata, forKey: key, cacheType: .all, completion: nil)
         }
     }
 
@@ -117,22 +161,23 @@ public final class CachesManager: ImageCacheProtocol, Sendable {
         _ key: String, options: ImageOptions, context: ImageContext, cacheType: ImageCacheType, claims: LevelClaims?,
         completion: @escaping @Sendable (Result<CacheQueryResult?, ImageError>) -> Void
     ) -> (any ImageOperation)? {
-        let policy = queryPolicy
-        let caches = targets(policy)
+        let (policy, promotes) = state.withLock { ($0.queryPolicy, $0.promotesHits) }
+        let (caches, offset) = targetsAndOffset(policy)
         guard !caches.isEmpty else {
             completion(.success(nil))
             return nil
         }
+        let scope = QueryScope(caches: caches, offset: offset, promotes: promotes)
         let operation = CacheQueryOperation(completion: completion)
         // A cancel answers at once: the misses levels already reported are ended then, and later ones as they come.
         if let claims { operation.onCancel { claims.endAll() } }
         if policy == .concurrent {
             queryConcurrently(
-                caches, key: key, options: options, context: context, cacheType: cacheType, claims: claims,
+                scope, key: key, options: options, context: context, cacheType: cacheType, claims: claims,
                 operation: operation)
         } else {
             querySerially(
-                caches[...], found: nil, key: key, options: options, context: context, cacheType: cacheType,
+                scope, from: 0, found: nil, key: key, options: options, context: context, cacheType: cacheType,
                 claims: claims, operation: operation)
         }
         return operation.isFinished ? nil : operation
@@ -162,7 +207,7 @@ public final class CachesManager: ImageCacheProtocol, Sendable {
     public func queryImageSync(
         forKey key: String, options: ImageOptions, context: ImageContext, cacheType: ImageCacheType
     ) -> SyncCacheQueryResult {
-        let (policy, caches) = state.withLock { ($0.queryPolicy, $0.caches) }
+        let (policy, caches, promotes) = state.withLock { ($0.queryPolicy, $0.caches, $0.promotesHits) }
         let range: Range<Int>
         switch policy {
         case .highestOnly: range = caches.startIndex..<min(caches.startIndex + 1, caches.endIndex)
@@ -173,6 +218,9 @@ public final class CachesManager: ImageCacheProtocol, Sendable {
             switch caches[index].queryImageSync(forKey: key, options: options, context: context, cacheType: cacheType) {
             case .hit(let hit):
                 if options.contains(.queryMemoryData), hit.data == nil { return .needsAsyncQuery }
+                var hit = hit
+                hit.answeredBy = index
+                if promotes { Self.promote(hit, to: caches[range.lowerBound..<index], key: key) }
                 return .hit(hit)
             case .miss: continue
             case .needsAsyncQuery: return .needsAsyncQuery
@@ -182,17 +230,18 @@ public final class CachesManager: ImageCacheProtocol, Sendable {
     }
 
     private func querySerially(
-        _ caches: ArraySlice<any ImageCacheProtocol>, found: CacheQueryResult?, key: String, options: ImageOptions,
+        _ scope: QueryScope, from position: Int, found: CacheQueryResult?, key: String, options: ImageOptions,
         context: ImageContext, cacheType: ImageCacheType, claims: LevelClaims?, operation: CacheQueryOperation
     ) {
         // A cancelled query already completed: ask no further level.
         guard !operation.isFinished else { return }
-        guard let cache = caches.first else {
+        guard position < scope.caches.count else {
             operation.complete(.success(found))
             return
         }
         let inner = Self.ask(
-            cache, key: key, options: options, context: context, cacheType: cacheType, claims: claims
+            scope.caches[position], key: key, options: options, context: context, cacheType: cacheType,
+            claims: claims
         ) { result in
             var merged = found
             switch result {
@@ -205,15 +254,15 @@ public final class CachesManager: ImageCacheProtocol, Sendable {
                 break
             case .success(let hit?):
                 if var current = merged {
-                    // The bytes (and validators) come from a lower level; `cacheType` keeps naming the level
-                    // that answered with the image.
+                    // The bytes (and validators) come from a lower level; `cacheType` and `answeredBy` keep naming
+                    // the level that answered with the image.
                     if current.data == nil, let data = hit.data {
                         current.data = data
                         current.metadata = current.metadata ?? hit.metadata
                     }
                     merged = current
                 } else {
-                    merged = hit
+                    merged = scope.answered(hit, by: position, key: key)
                 }
             case .success(nil):
                 break
@@ -224,22 +273,26 @@ public final class CachesManager: ImageCacheProtocol, Sendable {
                 return
             }
             self.querySerially(
-                caches.dropFirst(), found: merged, key: key, options: options, context: context,
+                scope, from: position + 1, found: merged, key: key, options: options, context: context,
                 cacheType: cacheType, claims: claims, operation: operation)
         }
         if let inner { operation.onCancel { inner.cancel() } }
     }
 
     private func queryConcurrently(
-        _ caches: [any ImageCacheProtocol], key: String, options: ImageOptions, context: ImageContext,
+        _ scope: QueryScope, key: String, options: ImageOptions, context: ImageContext,
         cacheType: ImageCacheType, claims: LevelClaims?, operation: CacheQueryOperation
     ) {
-        let results = Locked([CacheQueryResult?](repeating: nil, count: caches.count))
-        let countdown = Countdown(caches.count) {
+        let results = Locked([CacheQueryResult?](repeating: nil, count: scope.caches.count))
+        let countdown = Countdown(scope.caches.count) {
             let all = results.withLock { $0 }
-            operation.complete(.success(all.lazy.compactMap { $0 }.first))
+            if let position = all.firstIndex(where: { $0 != nil }), let hit = all[position] {
+                operation.complete(.success(scope.answered(hit, by: position, key: key)))
+            } else {
+                operation.complete(.success(nil))
+            }
         }
-        for (index, cache) in caches.enumerated() {
+        for (index, cache) in scope.caches.enumerated() {
             // A cancelled query already completed: start no further level.
             guard !operation.isFinished else { return }
             let inner = Self.ask(

@@ -56,10 +56,11 @@ enum ModelFloors {
     /// What each control must reach per 100 programs: loads it cancelled (its own load's cancel, `cancelAll`'s
     /// running loads), downloads a loader's cancel ended, loads whose priority changed while they waited, memory
     /// entries evicted, disk entries removed, loads waiting for admission when the bound changed, failed URLs
-    /// removed.
+    /// removed, hit promotion switched on.
     static let controlReached: [String: Int] = [
         "cancelLoad": 10, "priority": 13, "cancelAllLoads": 30, "cancelAllDownloads": 14, "cancelDownloadsForURL": 3,
         "memoryLimits": 29, "diskLimits": 12, "downloadsAheadOfDecoding": 2, "removeFailedURLs": 1,
+        "cacheHitPromotion": 1,
     ]
 
     static func cases(fleet: Bool) -> [(String, Int)] {

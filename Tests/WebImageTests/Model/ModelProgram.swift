@@ -10,6 +10,8 @@ import WebImage
 struct Replica {
     let manager: ImageManager
     let ledger: MissLedger
+    /// The levels the ledger wraps (``LoadControl/cacheHitPromotion`` toggles their `promotesHits`).
+    let caches: CachesManager
     let memory: MemoryCache
     let disk: DiskCache
     let redis: RedisCache?
@@ -261,10 +263,11 @@ struct ModelProgram {
         let memory = MemoryCache()
         let disk = DiskCache(configuration: DiskCacheConfiguration(directory: directory))
         let levels: [any ImageCacheProtocol] = redis.map { [memory, disk, $0] } ?? [memory, disk]
-        let ledger = MissLedger(CachesManager(levels))
+        let caches = CachesManager(levels)
+        let ledger = MissLedger(caches)
         let manager = ImageManager(cache: ledger, loader: world.origin, coders: world.coders)
         manager.logHandler = { _ in }
-        return Replica(manager: manager, ledger: ledger, memory: memory, disk: disk, redis: redis)
+        return Replica(manager: manager, ledger: ledger, caches: caches, memory: memory, disk: disk, redis: redis)
     }
 
     /// Uses a wave control on `replica` (`url` for the controls that take one); returns what it reached.
@@ -304,6 +307,10 @@ struct ModelProgram {
             let removed = failed.randomElement(using: &random) ?? url
             replica.manager.removeFailedURL(removed)
             return failed.contains(removed) ? 1 : 0
+        case .cacheHitPromotion:
+            // On or off; reached when on (a Redis hit is then copied to the disk, a disk hit offered to memory).
+            replica.caches.promotesHits = Bool.random(using: &random)
+            return replica.caches.promotesHits ? 1 : 0
         case .cancelLoad, .priority:
             return 0
         }

@@ -22,7 +22,7 @@ enum OptionDraws {
     /// The controls a program uses on a whole wave (the others are drawn per load, as options are).
     static let waveControls: [LoadControl] = [
         .cancelAllLoads, .cancelAllDownloads, .cancelDownloadsForURL, .memoryLimits, .diskLimits,
-        .downloadsAheadOfDecoding, .removeFailedURLs,
+        .downloadsAheadOfDecoding, .removeFailedURLs, .cacheHitPromotion,
     ]
 
     /// The catalog entries drawn per load.

@@ -97,11 +97,11 @@ extension PipelineEngine {
         } else {
             redis = nil
         }
-        let results = LayeredCache(
-            kind: .result, memory: BytesMemoryCache(limit: configuration.resultMemoryBytes),
+        let results = ServiceCache(
+            kind: .result, memoryBytes: configuration.resultMemoryBytes,
             disk: disk("results", bytes: configuration.resultDiskBytes), redis: redis, metrics: metrics)
-        let sources = LayeredCache(
-            kind: .source, memory: BytesMemoryCache(limit: configuration.sourceMemoryBytes),
+        let sources = ServiceCache(
+            kind: .source, memoryBytes: configuration.sourceMemoryBytes,
             disk: disk("sources", bytes: configuration.sourceDiskBytes), redis: redis, metrics: metrics)
 
         var loader = HTTPLoaderConfiguration()

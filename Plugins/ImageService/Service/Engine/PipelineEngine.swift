@@ -3,15 +3,14 @@ import Foundation
 import ImageCore
 import ImageServiceQuery
 
-/// Phase 1's engine (issue 33): the ThumbnailServer's own pipeline, moved into the product behind
-/// ``ServiceEngine``, to be replaced by one on `ImageManager` and `CachesManager` in phase 2.
-///
-/// Results and sources are cached apart, each on memory (``BytesMemoryCache``), the local disk and a fleet's Redis
-/// (``LayeredCache``); a source is fetched by ``OriginFetcher`` and rendered by ``Renderer``; identical concurrent
-/// work is shared by ``SingleFlight`` per result key and per source key. Thread-safe.
+/// The service's engine: results and sources cached apart, each on the SDK's caches (``ServiceCache``: a
+/// `CachesManager` over a `MemoryCache` of bytes, the local disk and a fleet's Redis); a source is fetched by
+/// ``OriginFetcher`` and rendered by ``Renderer``; identical concurrent work is shared by ``SingleFlight`` per
+/// result key and per source key (`ImageManager`'s coalescing shares decoded images, not a service's encoded
+/// results and revalidated sources). Thread-safe.
 final class PipelineEngine: ServiceEngine {
-    let results: LayeredCache
-    let sources: LayeredCache
+    let results: ServiceCache
+    let sources: ServiceCache
     let fetcher: OriginFetcher
     let renderer: Renderer
     let freshness: FreshnessPolicy
@@ -21,7 +20,7 @@ final class PipelineEngine: ServiceEngine {
     private let onShutdown: @Sendable () async -> Void
 
     init(
-        results: LayeredCache, sources: LayeredCache, fetcher: OriginFetcher, renderer: Renderer,
+        results: ServiceCache, sources: ServiceCache, fetcher: OriginFetcher, renderer: Renderer,
         freshness: FreshnessPolicy, metrics: ServiceMetrics, onShutdown: @escaping @Sendable () async -> Void
     ) {
         self.results = results
@@ -34,12 +33,11 @@ final class PipelineEngine: ServiceEngine {
     }
 
     func memoryResult(forKey key: String) -> StoredResult? {
-        results.memoryHit(key).flatMap { Self.result($0.entry, level: .memory) }
+        results.memoryHit(key).flatMap(Self.result)
     }
 
     func lowerResult(forKey key: String) async -> StoredResult? {
-        guard let hit = await results.lookup(key, skipMemory: true) else { return nil }
-        return Self.result(hit.entry, level: hit.level)
+        await results.lookup(key).flatMap(Self.result)
     }
 
     func sharedResult(
@@ -51,12 +49,11 @@ final class PipelineEngine: ServiceEngine {
     func storeResult(_ result: StoredResult, forKey key: String) {
         let start = DispatchTime.now()
         results.store(
-            BytesMemoryCache.Entry(
-                data: result.data,
-                metadata: CacheEntryMetadata(
-                    originalKey: key, contentType: result.contentType, etag: result.etag,
-                    lastModified: result.lastModified, expiresAt: result.record.freshness.reuseUntil,
-                    storedAt: Date(), size: result.data.count, extendedData: result.record.encoded())),
+            result.data,
+            metadata: CacheEntryMetadata(
+                originalKey: key, contentType: result.contentType, etag: result.etag,
+                lastModified: result.lastModified, expiresAt: result.record.freshness.reuseUntil,
+                storedAt: Date(), size: result.data.count, extendedData: result.record.encoded()),
             forKey: key)
         ServiceMetrics.record(metrics.storeSeconds, since: start)
     }
@@ -92,11 +89,11 @@ final class PipelineEngine: ServiceEngine {
             return hit
         }
         var stale: (data: Data, record: EntryRecord)?
-        if let cached, let record = EntryRecord.decode(cached.entry.metadata.extendedData) {
+        if let cached, let record = EntryRecord.decode(cached.metadata.extendedData) {
             if record.freshness.isFresh(at: Date()) {
-                return SourceEntry(data: cached.entry.data, record: record, isShareable: true, level: cached.level)
+                return SourceEntry(data: cached.data, record: record, isShareable: true, level: cached.level)
             }
-            stale = (cached.entry.data, record)
+            stale = (cached.data, record)
         }
         do {
             let validators = stale.map {
@@ -169,24 +166,23 @@ final class PipelineEngine: ServiceEngine {
 
     private func store(_ data: Data, record: EntryRecord, contentType: String?, key: String) {
         sources.store(
-            BytesMemoryCache.Entry(
-                data: data,
-                metadata: CacheEntryMetadata(
-                    originalKey: key, contentType: contentType, etag: record.etag, lastModified: record.lastModified,
-                    expiresAt: record.freshness.reuseUntil, storedAt: Date(), size: data.count,
-                    extendedData: record.encoded())),
+            data,
+            metadata: CacheEntryMetadata(
+                originalKey: key, contentType: contentType, etag: record.etag, lastModified: record.lastModified,
+                expiresAt: record.freshness.reuseUntil, storedAt: Date(), size: data.count,
+                extendedData: record.encoded()),
             forKey: key)
     }
 
     func shutdown() async { await onShutdown() }
 
     /// A stored result, or nil when its entry is not one this version of the service wrote (no record).
-    private static func result(_ entry: BytesMemoryCache.Entry, level: CacheLevel) -> StoredResult? {
-        guard let record = EntryRecord.decode(entry.metadata.extendedData), let etag = entry.metadata.etag else {
+    private static func result(_ hit: ServiceCache.Hit) -> StoredResult? {
+        guard let record = EntryRecord.decode(hit.metadata.extendedData), let etag = hit.metadata.etag else {
             return nil
         }
         return StoredResult(
-            data: entry.data, contentType: entry.metadata.contentType ?? "application/octet-stream", etag: etag,
-            lastModified: entry.metadata.lastModified, record: record, level: level)
+            data: hit.data, contentType: hit.metadata.contentType ?? "application/octet-stream", etag: etag,
+            lastModified: hit.metadata.lastModified, record: record, level: hit.level)
     }
 }

@@ -5,10 +5,10 @@ import ImageServiceQuery
 /// The seam between the service's decisions and the machinery that keeps, shares, fetches and renders bytes.
 ///
 /// Everything above it is the service's for good: admission, the deadline, the source policy judged on every
-/// answer, freshness decisions, ETag and `304`, negotiation, metrics, logs and spans. Below it, phase 1 of issue 33
-/// runs ``PipelineEngine`` (the ThumbnailServer's own pipeline: ``SingleFlight``, ``LayeredCache``,
-/// ``BytesMemoryCache``); phase 2 replaces it with one on the SDK's `ImageManager` and `CachesManager`, without
-/// touching the rest. What an implementation must do is stated per requirement; ``WorkContext`` carries what it
+/// answer, freshness decisions, ETag and `304`, negotiation, metrics, logs and spans. Below it runs
+/// ``PipelineEngine``: its caches are the SDK's (``ServiceCache``, a `CachesManager` over `MemoryCache`, `DiskCache`
+/// and `RedisCache`); its coalescing is still its own (``SingleFlight``) until `ImageManager` can make a product
+/// that is encoded bytes. What an implementation must do is stated per requirement; ``WorkContext`` carries what it
 /// must honour.
 protocol ServiceEngine: Sendable {
     /// The result stored under `key` in the fastest level (memory), on the caller's thread; nil on a miss.

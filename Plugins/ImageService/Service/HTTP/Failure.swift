@@ -69,7 +69,7 @@ struct Failure: Error, Sendable {
     }
 }
 
-/// How a cache miss whose work failed with `error` ends, for a fleet's lease (``LayeredCache/missEnded(_:outcome:)``):
+/// How a cache miss whose work failed with `error` ends, for a fleet's lease (``ServiceCache/missEnded(_:outcome:)``):
 /// `notStored` when nothing will be stored however often it is tried (the source said `no-store`, 404, too large,
 /// undecodable, refused by the policy), `abandoned` when another replica may succeed (a timeout, a 5xx, a full
 /// queue, a deadline).

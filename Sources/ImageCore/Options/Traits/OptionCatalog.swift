@@ -21,12 +21,15 @@ public enum LoadControl: String, CaseIterable, Sendable, CustomStringConvertible
     case downloadsAheadOfDecoding
     /// ``ImageManager/removeFailedURL(_:)`` / ``ImageManager/removeAllFailedURLs()``.
     case removeFailedURLs
+    /// ``CachesManager/promotesHits`` changed at run time: a lower level's hit is copied to the levels above it,
+    /// which changes where a later query stops, never what a load gets.
+    case cacheHitPromotion
 
     /// What the control changes.
     public var traits: OptionTraits {
         switch self {
         case .cancelLoad, .cancelAllLoads, .cancelAllDownloads, .cancelDownloadsForURL, .priority: .scheduling
-        case .memoryLimits, .diskLimits: OptionTraits(.stored)
+        case .memoryLimits, .diskLimits, .cacheHitPromotion: OptionTraits(.stored)
         case .downloadsAheadOfDecoding: .scheduling
         case .removeFailedURLs: OptionTraits(.sources)
         }

@@ -1,0 +1,92 @@
+import DiskCache
+import Foundation
+import ImageCore
+import MemoryCache
+import RedisCache
+
+/// One kind of cached bytes (results or sources) on the SDK's caches: a `CachesManager` over a `MemoryCache` of
+/// bytes, the local `DiskCache` and a fleet's `RedisCache`, asked one at a time, fastest first.
+///
+/// The layering is the SDK's: the manager stops at the first hit, names the cache that answered (so each hit is
+/// counted at its level) and copies a lower level's hit to the levels above it (`promotesHits`: a disk hit to
+/// memory, a Redis hit to memory and disk). With fleet coalescing, a miss means this process now holds the
+/// fleet's lease on the key: the work must end with ``store(_:forKey:)`` or ``missEnded(_:outcome:)``, or other
+/// replicas wait until the lease expires. What this type adds is the service's bookkeeping: the level names and
+/// the hit and miss counters.
+///
+/// Thread-safe; the SDK caches answer on their own queues.
+struct ServiceCache: Sendable {
+    /// A hit: the stored bytes, their metadata, and the level that had them.
+    struct Hit: Sendable {
+        let data: Data
+        let metadata: CacheEntryMetadata
+        let level: CacheLevel
+    }
+
+    let kind: CacheKind
+    let memory: MemoryCache
+    private let levels: [CacheLevel]
+    private let caches: CachesManager
+    private let metrics: ServiceMetrics
+
+    /// Caches `kind` on `memoryBytes` of memory (an entry above an eighth of it is not kept: one huge source must
+    /// not flush everything else; 0 keeps nothing), then `disk` and `redis` when given.
+    init(kind: CacheKind, memoryBytes: Int, disk: DiskCache?, redis: RedisCache?, metrics: ServiceMetrics) {
+        let budget = max(0, memoryBytes)
+        var configuration = MemoryCacheConfiguration(costLimit: budget, maxEntryCost: budget / 8)
+        configuration.keepsDataAlone = true
+        memory = MemoryCache(configuration: configuration)
+        var levels: [CacheLevel] = [.memory]
+        var caches: [any ImageCacheProtocol] = [memory]
+        if let disk {
+            levels.append(.disk)
+            caches.append(disk)
+        }
+        if let redis {
+            levels.append(.redis)
+            caches.append(redis)
+        }
+        self.caches = CachesManager(caches)
+        self.caches.promotesHits = true
+        self.kind = kind
+        self.levels = levels
+        self.metrics = metrics
+    }
+
+    /// The memory level alone, on the caller's thread (counted as a hit when found; a miss is not counted: the
+    /// lookup goes on at the lower levels).
+    func memoryHit(_ key: String) -> Hit? {
+        guard let (data, metadata) = memory.data(forKey: key) else { return nil }
+        metrics.cacheHit(kind: kind, level: .memory)
+        return Hit(data: data, metadata: metadata ?? CacheEntryMetadata(originalKey: key), level: .memory)
+    }
+
+    /// Every level, fastest first; a miss is counted, and (with fleet coalescing) holds the fleet's lease.
+    func lookup(_ key: String) async -> Hit? {
+        // Claiming: a Redis miss takes the fleet lease, which `missEnded` (or the store) ends.
+        guard
+            let found = try? await caches.queryImageClaimingMiss(
+                forKey: key, options: [], context: ImageContext(), cacheType: .all),
+            let data = found.data
+        else {
+            metrics.cacheMiss(kind: kind)
+            return nil
+        }
+        let level = found.answeredBy.flatMap { levels.indices.contains($0) ? levels[$0] : nil } ?? .memory
+        metrics.cacheHit(kind: kind, level: level)
+        return Hit(data: data, metadata: found.metadata ?? CacheEntryMetadata(originalKey: key), level: level)
+    }
+
+    /// Stores `data` on every level (memory at once; disk and Redis written in the background).
+    func store(_ data: Data, metadata: CacheEntryMetadata, forKey key: String) {
+        caches.store(nil, data: data, metadata: metadata, forKey: key, cacheType: .all, completion: nil)
+    }
+
+    /// Ends a lookup that missed without a store, so replicas waiting on this process's fleet lease stop waiting:
+    /// `notStored` when nothing will be stored however often it is tried (the source said `no-store`, 404, too
+    /// large, undecodable, refused by the policy), `abandoned` when another replica may succeed (a timeout, a 5xx,
+    /// the queue was full).
+    func missEnded(_ key: String, outcome: CacheMissOutcome) {
+        caches.missEnded(forKey: key, cacheType: .disk, outcome: outcome)
+    }
+}

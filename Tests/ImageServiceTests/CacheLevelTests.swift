@@ -1,0 +1,82 @@
+import Foundation
+import Testing
+
+@testable import ImageService
+
+/// The service's cache levels are the SDK's (a `CachesManager` over a `MemoryCache` of bytes and the disk): each
+/// hit is counted at the level that had it, a lower level's hit is copied up, and the memory budget holds.
+@Suite(.timeLimit(.minutes(2)))
+struct CacheLevelTests {
+    /// A service restarted on a warm disk serves the stored result from disk (no decode), then from memory: the
+    /// disk hit was copied up. A new size of the same source finds the source on disk, then in memory.
+    @Test func aDiskHitIsCountedAtTheDiskAndCopiedToMemory() async throws {
+        let source = try PerceptualAndPlaceholderTests.texturedPNG()
+        let shared = FileManager.default.temporaryDirectory.appendingPathComponent("image-service-levels-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: shared) }
+        let first = try await ServiceFixture.start({ $0.cacheDirectory = shared }) { _ in
+            .respond(headers: [("Content-Type", "image/png"), ("Cache-Control", "max-age=3600")], body: source)
+        }
+        defer { Task { await first.origin.stop() } }
+        let original = await first.get("/photo.png", "w=120")
+        #expect(original.status == .ok)
+        try await PerceptualAndPlaceholderTests.waitForStoredResult(of: original.body.count, in: shared)
+        try await Self.waitForStoredSource(of: source.count, in: shared)
+        await first.stopService()
+
+        let restarted = try first.replica { $0.cacheDirectory = shared }
+        let fromDisk = await restarted.get("/photo.png", "w=120")
+        #expect(fromDisk.status == .ok && fromDisk.body == original.body)
+        #expect(restarted.counter("cache_hits_total", [("kind", "result"), ("level", "disk")]) == 1)
+        #expect(restarted.count("decode") == 0, "served as stored")
+        let fromMemory = await restarted.get("/photo.png", "w=120")
+        #expect(fromMemory.body == original.body)
+        #expect(restarted.counter("cache_hits_total", [("kind", "result"), ("level", "memory")]) == 1)
+        #expect(restarted.counter("cache_hits_total", [("kind", "result"), ("level", "disk")]) == 1)
+
+        _ = await restarted.get("/photo.png", "w=60")
+        _ = await restarted.get("/photo.png", "w=40")
+        #expect(restarted.counter("cache_hits_total", [("kind", "source"), ("level", "disk")]) == 1)
+        #expect(restarted.counter("cache_hits_total", [("kind", "source"), ("level", "memory")]) == 1)
+        #expect(restarted.counter("origin_requests_total") == 0, "the origin was asked only by the first service")
+        await restarted.stopService()
+    }
+
+    /// With no memory budget nothing is kept in memory: every repeat is a disk hit. A source above an eighth of the
+    /// budget is not kept in memory either (one huge source must not flush the rest), while its results are.
+    @Test func theMemoryBudgetHolds() async throws {
+        let source = try PerceptualAndPlaceholderTests.texturedPNG()
+        let none = try await ServiceFixture.start({
+            $0.resultMemoryBytes = 0
+            $0.sourceMemoryBytes = 0
+        }) { _ in
+            .respond(headers: [("Content-Type", "image/png"), ("Cache-Control", "max-age=3600")], body: source)
+        }
+        let first = await none.get("/photo.png", "w=120")
+        try await PerceptualAndPlaceholderTests.waitForStoredResult(of: first.body.count, in: none.directory)
+        for _ in 0..<3 { #expect(await none.get("/photo.png", "w=120").body == first.body) }
+        #expect(none.counter("cache_hits_total", [("kind", "result"), ("level", "memory")]) == 0)
+        #expect(none.counter("cache_hits_total", [("kind", "result"), ("level", "disk")]) == 3)
+        await none.stop()
+
+        let small = try await ServiceFixture.start({
+            $0.resultMemoryBytes = 1 << 20
+            $0.sourceMemoryBytes = source.count * 8 - 1
+        }) { _ in
+            .respond(headers: [("Content-Type", "image/png"), ("Cache-Control", "max-age=3600")], body: source)
+        }
+        _ = await small.get("/photo.png", "w=120")
+        try await Self.waitForStoredSource(of: source.count, in: small.directory)
+        _ = await small.get("/photo.png", "w=60")
+        _ = await small.get("/photo.png", "w=60")
+        _ = await small.get("/photo.png", "w=40")
+        #expect(small.counter("cache_hits_total", [("kind", "source"), ("level", "memory")]) == 0)
+        #expect(small.counter("cache_hits_total", [("kind", "source"), ("level", "disk")]) == 2)
+        #expect(small.counter("cache_hits_total", [("kind", "result"), ("level", "memory")]) == 1)
+        await small.stop()
+    }
+
+    /// Waits (up to 10 s) until a file of at least `bytes` bytes is under `directory`'s source cache.
+    static func waitForStoredSource(of bytes: Int, in directory: URL) async throws {
+        try await ServiceFixture.waitForStoredFile(of: bytes, in: directory.appendingPathComponent("sources"))
+    }
+}
