@@ -98,14 +98,15 @@ struct LRUStorage {
 
     // MARK: Mutation
 
-    /// Inserts or replaces `key` (a nil `image` is an entry of bytes alone, in `extras`); the replaced image goes
-    /// to `dropped`.
+    /// Inserts or replaces `key` (a nil `image` is an entry of bytes alone, in `extras`); what the replaced entry
+    /// held goes to `dropped`.
     mutating func insert(
         _ key: String, image: Image?, extras: MemoryEntryExtras?, cost: Int, expiry: UInt64, dropped: inout [AnyObject]
     ) {
         weakTable.removeValue(forKey: key)
         if let position = index[key] {
             if let old = slots[position].image { dropped.append(old) }
+            if let old = slots[position].extras { dropped.append(old) }
             totalCost += cost - slots[position].cost
             slots[position].image = image
             slots[position].extras = extras
@@ -144,8 +145,9 @@ struct LRUStorage {
             let extras = slots[position].extras
             let cost = slots[position].cost
             let expiry = slots[position].expiry
+            let image = slots[position].image
             guard let removed = remove(at: position) else { continue }
-            if keepWeak, let image = removed as? Image {
+            if keepWeak, let image {
                 remember(key, WeakImage(image: image, extras: extras, cost: cost, expiry: expiry))
             }
             dropped.append(removed)

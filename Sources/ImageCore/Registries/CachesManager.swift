@@ -76,7 +76,8 @@ public final class CachesManager: ImageCacheProtocol, Sendable {
     /// On, a hit from a lower cache (say the disk, or a fleet's Redis) is stored, with its image, bytes and
     /// metadata and at every level, on each cache of higher priority (the memory, and the disk for a Redis hit),
     /// so the next query for the key stops higher: SDImageCache's disk-to-memory copy, for any stack of caches.
-    /// The stores run after the answer and are not waited for; a memory cache keeps bytes without an image only
+    /// The stores start when the hit is found, before the answer, and are not waited for (a memory level that stores
+    /// on the caller's thread has the copy before the answer); a memory cache keeps bytes without an image only
     /// when configured to (`MemoryCacheConfiguration.keepsDataAlone`). A hit is copied as the cache that answered
     /// had it: bytes a lower cache added for ``ImageOptions/queryMemoryData`` are not.
     public var promotesHits: Bool {
