@@ -44,6 +44,35 @@ struct TwoLevelCacheTests {
         #expect(await caches.containsImage(forKey: "k.png") == .memory)
     }
 
+    @Test("with promotion, a disk hit is copied to a bytes-keeping memory level and the next query stops there")
+    func promotionToBytesMemory() async throws {
+        let directory = CacheFixtures.temporaryDirectory("two")
+        defer { DiskTest.removeDirectory(directory) }
+        var configuration = MemoryCacheConfiguration(costLimit: 1 << 20)
+        configuration.keepsDataAlone = true
+        let memory = MemoryCache(configuration: configuration)
+        let disk = DiskTest.cache(directory, maxDiskSize: 1 << 20)
+        let caches = CachesManager([memory, disk])
+        caches.promotesHits = true
+        let bytes = Data("encoded thumbnail".utf8)
+        try await caches.store(nil, data: bytes, metadata: CacheEntryMetadata(etag: "e"), forKey: "k", cacheType: .disk)
+        #expect(memory.count == 0)
+
+        let fromDisk = try #require(try await caches.queryImage(forKey: "k"))
+        #expect(fromDisk.cacheType == .disk && fromDisk.answeredBy == 1 && fromDisk.data == bytes)
+        #expect(memory.data(forKey: "k")?.data == bytes && memory.data(forKey: "k")?.metadata?.etag == "e")
+        #expect(memory.totalCost == bytes.count)
+
+        let fromMemory = try #require(try await caches.queryImage(forKey: "k"))
+        #expect(fromMemory.cacheType == .memory && fromMemory.answeredBy == 0)
+        #expect(fromMemory.image == nil && fromMemory.data == bytes && fromMemory.metadata?.etag == "e")
+
+        // An image manager then stores the decoded image for the key: it replaces the bytes entry.
+        let image = CacheFixtures.image()
+        try await caches.store(image, data: nil, forKey: "k", cacheType: .memory)
+        #expect(memory.image(forKey: "k") === image && memory.totalCost == image.memoryCost)
+    }
+
     @Test("queryMemoryData continues to disk for the bytes of a memory hit")
     func queryMemoryData() async throws {
         let directory = CacheFixtures.temporaryDirectory("two")
