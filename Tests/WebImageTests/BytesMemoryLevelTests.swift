@@ -34,4 +34,24 @@ import WebImage
         #expect(fromMemory.cacheType == .memory)
         #expect(loader.requestCount == 1, "only the warm-up downloaded")
     }
+
+    /// A load that finds the key's bytes alone in memory (a service's entry, or an image store that lost a race)
+    /// decodes them once and stores the image: the next load is a memory hit with no decode.
+    @Test func bytesAloneInMemoryAreReplacedByTheirImage() async throws {
+        let url = URL(string: "https://origin.example/turned.jpg")!
+        let loader = ScriptedLoader(acceptsAll: true)
+        var configuration = MemoryCacheConfiguration(costLimit: 1 << 24)
+        configuration.keepsDataAlone = true
+        let memory = MemoryCache(configuration: configuration)
+        let manager = ImageManager(
+            cache: CachesManager([memory]), loader: loader, coders: CodersManager(coders: [JPEGCoder.shared]))
+        let key = try #require(manager.cacheKey(for: url))
+        memory.setData(try DecoderOptionCachingTests.turnedJPEG(), forKey: key)
+        let decoded = try await manager.loadImage(with: url, options: .waitStoreCache)
+        #expect(decoded.cacheType == .memory && decoded.image.width == 20 && decoded.image.height == 40)
+        #expect(memory.image(forKey: key) != nil, "the decode replaced the bytes")
+        let hit = try await manager.loadImage(with: url)
+        #expect(hit.cacheType == .memory && hit.image === memory.image(forKey: key))
+        #expect(loader.requestCount == 0)
+    }
 }

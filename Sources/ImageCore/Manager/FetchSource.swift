@@ -39,6 +39,10 @@ struct FetchSource: Sendable {
     var content: Content
     var origin: Origin
     var response: ResponseMetadata?
+    /// The memory level the bytes came from also holds their decoded image (a hit whose image this load could not
+    /// use), so the decode is not stored there again. False for a memory level's bytes alone: their decode is
+    /// stored as the key's image, as a disk entry's is.
+    var memoryHoldsImage = false
 
     /// The cache levels the content came from; `.none` for a download.
     var cacheType: ImageCacheType {

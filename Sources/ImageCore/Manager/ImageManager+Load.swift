@@ -260,7 +260,7 @@ extension ImageManager {
         guard let data = hit.data else { return queryOriginalOrDownload(operation, plan) }
         let source = FetchSource(
             content: plan.isDerived ? .productBytes(data) : .originalBytes(data),
-            origin: .keyEntry(key: key, levels: hit.cacheType), response: nil)
+            origin: .keyEntry(key: key, levels: hit.cacheType), response: nil, memoryHoldsImage: hit.image != nil)
         let jobKey = CacheKeys.composite([("cache", String(hit.cacheType.rawValue)), ("key", key)])
         let decodeOptions = plan.isDerived ? plan.productDecodeOptions : plan.decodeOptions
         let inline = plan.options.contains(.queryDiskDataSync)

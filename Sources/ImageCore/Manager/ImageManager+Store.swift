@@ -23,7 +23,8 @@ extension ImageManager {
     /// - a download stores the original bytes as downloaded under the original key (a derived load: its
     ///   ``LoadPlan/originalStoreCacheType``, default disk; a plain load: its disk levels) and the canonical
     ///   product under the load's key — in memory as an image, on disk as the serializer's bytes for a derived key;
-    /// - a key's own disk entry is promoted to memory;
+    /// - a key's own entry read as bytes (from disk, or a memory level's bytes alone) is promoted to memory as its
+    ///   image;
     /// - a product made from the cached original is stored under the derived key only;
     /// - a variant (``FetchProduct/canonical`` nil) is never stored under the key;
     /// - nothing is stored for a `Cache-Control: no-store` response, nor for `private` unless
@@ -87,7 +88,8 @@ extension ImageManager {
                 }
             }
         case .keyEntry(_, let levels):
-            if let canonical = product.canonical, plan.storeCacheType.contains(.memory), !levels.contains(.memory) {
+            let inMemory = levels.contains(.memory) && source.memoryHoldsImage
+            if let canonical = product.canonical, plan.storeCacheType.contains(.memory), !inMemory {
                 requests.append(
                     StoreRequest(
                         cache: plan.cache, image: canonical, data: nil, metadata: nil, key: key, cacheType: .memory))
