@@ -68,6 +68,12 @@ public struct ThumbnailServer: Sendable {
         router.add(middleware: RequestLogMiddleware())
         router.get("/thumbnail") { request, context in await route.respond(to: request, logger: context.logger) }
         router.head("/thumbnail") { request, context in await route.respond(to: request, logger: context.logger) }
+        // Other methods reach the service too, which answers 405 with `Allow` (the router alone would say 404).
+        for method in [HTTPRequest.Method.post, .put, .patch, .delete, .options] {
+            router.on("/thumbnail", method: method) { request, context in
+                await route.respond(to: request, logger: context.logger)
+            }
+        }
         router.get("/health") { _, _ in
             Response(status: .ok, body: ResponseBody(byteBuffer: ByteBuffer(string: "ok\n")))
         }

@@ -106,7 +106,13 @@ enum Live {
 
     /// GETs `url` (redirects not followed).
     static func get(_ url: String, headers: [(String, String)] = []) async throws -> Reply {
+        try await send(.GET, url, headers: headers)
+    }
+
+    /// Sends `method` to `url` (redirects not followed).
+    static func send(_ method: HTTPMethod, _ url: String, headers: [(String, String)] = []) async throws -> Reply {
         var request = HTTPClientRequest(url: url)
+        request.method = method
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         let response = try await client.execute(request, timeout: .seconds(60))
         let body = try await response.body.collect(upTo: 64 << 20)

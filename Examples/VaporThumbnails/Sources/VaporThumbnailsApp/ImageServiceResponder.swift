@@ -18,9 +18,12 @@ public struct ImageServiceResponder: AsyncResponder {
         let answer = await service.respond(to: Self.serviceRequest(request), logger: request.logger)
         var headers = HTTPHeaders()
         for field in answer.headers { headers.add(name: field.name.canonicalName, value: field.value) }
+        // The headers as the service framed them: its `Content-Length` is the representation's, which for a HEAD
+        // is not the empty body's (Vapor's other initialisers would set it to 0).
         return Response(
             status: HTTPResponseStatus(statusCode: answer.status.code, reasonPhrase: answer.status.reasonPhrase),
-            headers: headers, body: answer.body.isEmpty ? .empty : .init(data: answer.body))
+            version: request.version, headersNoUpdate: headers,
+            body: answer.body.isEmpty ? .empty : .init(data: answer.body))
     }
 
     /// The service's view of a Vapor request.

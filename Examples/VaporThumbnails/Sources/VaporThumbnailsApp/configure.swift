@@ -20,6 +20,10 @@ public func configure(_ app: Application, service: ImageService, idleTimeout: Do
     let images = app.grouped("img")
     images.get("thumbnail") { request in try await responder.respond(to: request) }
     images.on(.HEAD, "thumbnail") { request in try await responder.respond(to: request) }
+    // Other methods reach the service too, which answers 405 with `Allow` (the router alone would say 404).
+    for method in [HTTPMethod.POST, .PUT, .PATCH, .DELETE, .OPTIONS] {
+        images.on(method, "thumbnail") { request in try await responder.respond(to: request) }
+    }
     app.lifecycle.use(ServiceShutdown(service: service))
 }
 

@@ -86,6 +86,35 @@ import VaporTesting
         }
     }
 
+    /// A HEAD states the `Content-Length` its GET sends (Vapor's own framing would say 0), and other methods get
+    /// the service's 405 with `Allow` (the router alone would say 404).
+    @Test func headAndOtherMethodsAreFramedAsTheServiceSays() async throws {
+        try await Self.withApp { app, port, _ in
+            let tester = try app.testing(method: .running(hostname: "127.0.0.1", port: port))
+            for query in ["w=60&format=png", "w=-1"] {
+                var length: String?
+                var status: HTTPStatus?
+                try await tester.test(.GET, Self.thumbnail(port, query)) { response in
+                    #expect(response.body.readableBytes > 0, "\(query)")
+                    #expect(response.headers.first(name: "Content-Length") == String(response.body.readableBytes))
+                    length = response.headers.first(name: "Content-Length")
+                    status = response.status
+                }
+                try await tester.test(.HEAD, Self.thumbnail(port, query)) { response in
+                    #expect(response.status == status, "\(query)")
+                    #expect(response.body.readableBytes == 0, "\(query)")
+                    #expect(response.headers.first(name: "Content-Length") == length, "\(query)")
+                }
+            }
+            for method: HTTPMethod in [.POST, .PUT, .PATCH, .DELETE, .OPTIONS] {
+                try await tester.test(method, Self.thumbnail(port)) { response in
+                    #expect(response.status == .methodNotAllowed, "\(method)")
+                    #expect(response.headers.first(name: "Allow") == "GET, HEAD", "\(method)")
+                }
+            }
+        }
+    }
+
     @Test func signaturesAndThePolicyHold() async throws {
         try await Self.withApp({
             $0.allowUnsigned = false

@@ -115,18 +115,34 @@ extension ImageService {
             store(refreshed, forKey: key)
             return thumbnail(refreshed)
         }
-        let output = try await engine.render(source, options: options, encoding: encoding, context: work)
+        let output: Renderer.Output
+        do {
+            output = try await engine.render(source, options: options, encoding: encoding, context: work)
+        } catch let error as ImageError where [.badImageData, .noCoder].contains(error.code) {
+            // Bytes no coder can read (cut before the image began, or not an image yet) are not kept either: the
+            // next request fetches them again instead of failing on the cached copy until it expires.
+            engine.discardSource(options.source)
+            throw error
+        }
         let made = StoredResult(
             data: output.data, contentType: output.contentType, etag: etag,
             lastModified: source.lastModified, record: source.record, level: nil)
-        if source.isShareable {
+        // A source cut short (its bytes end before its image) still answers this request, with what could be
+        // decoded, but nothing made from it is kept, here or by the caches in front: not the result, not the
+        // source (the next request fetches it again, so an origin caught mid-write heals at once).
+        let keepable = source.isShareable && output.isComplete
+        if keepable {
             store(made, forKey: key)
         } else {
             engine.endResultMiss(forKey: key, outcome: .notStored)
         }
+        if !output.isComplete {
+            metrics.incompleteSource()
+            engine.discardSource(options.source)
+        }
         return Thumbnail(
             data: made.data, contentType: made.contentType, etag: etag, lastModified: made.lastModified,
-            isShareable: source.isShareable, freshness: source.record.freshness, level: nil)
+            isShareable: keepable, freshness: source.record.freshness, level: nil)
     }
 
     private func store(_ result: StoredResult, forKey key: String) {
@@ -157,7 +173,7 @@ extension ImageService {
 
     /// The HTTP answer: `304` when the client's copy is current, else the thumbnail; headers as the type says.
     func response(
-        to answer: Answer, conditional: Conditional, variesByAccept: Bool, head: Bool, format: inout String
+        to answer: Answer, conditional: Conditional, variesByAccept: Bool, format: inout String
     ) -> ImageServiceResponse {
         switch answer {
         case .thumbnail(let thumbnail):
@@ -170,7 +186,7 @@ extension ImageService {
                 return ImageServiceResponse(status: .notModified, headers: headers)
             }
             headers[.contentType] = thumbnail.contentType
-            return ImageServiceResponse(status: .ok, headers: headers, body: head ? Data() : thumbnail.data)
+            return ImageServiceResponse(status: .ok, headers: headers, body: thumbnail.data)
         case .notModified(let etag, let lastModified, let shareable, let freshness):
             metrics.notModified.increment()
             return ImageServiceResponse(

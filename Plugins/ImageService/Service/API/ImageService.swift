@@ -148,7 +148,7 @@ public final class ImageService: Sendable {
             }
             response = self.response(
                 to: answer, conditional: conditional, variesByAccept: options.format.variesByAccept,
-                head: request.method == .head, format: &format)
+                format: &format)
         } catch {
             let failure = Failure.from(error)
             if let reason = failure.rejection { metrics.rejected(reason) }
@@ -161,7 +161,7 @@ public final class ImageService: Sendable {
             response = failure.response()
         }
         metrics.request(status: response.status.code, format: format)
-        return response
+        return response.framed(head: request.method == .head)
     }
 
     /// Signed requests pass with any key; unsigned ones only when allowed (a wrong signature never passes).

@@ -35,16 +35,21 @@ public struct ImageServiceRequest: Sendable {
     }
 }
 
-/// What the service answers: a status, headers, and the body bytes (empty for `304`, `HEAD` and most errors).
+/// What the service answers: a status, headers, and the body bytes (empty for `304` and `HEAD`).
 ///
 /// Thumbnails are small and already whole when they are answered, so the body is one `Data`; an adapter writes
 /// it as its framework's body type. Errors are `text/plain` with `Cache-Control: no-store`. Value type.
 public struct ImageServiceResponse: Sendable {
     /// The status.
     public var status: HTTPResponse.Status
-    /// The headers (`Content-Type`, `ETag`, `Cache-Control`, `Vary`, `Last-Modified`, `Retry-After`…).
+    /// The headers (`Content-Type`, `Content-Length`, `ETag`, `Cache-Control`, `Vary`, `Last-Modified`,
+    /// `Retry-After`, `Allow`…).
+    ///
+    /// Every answer the service makes states its `Content-Length`; for a `HEAD` request it is the length the `GET`
+    /// would send (RFC 9110 §9.3.2), so an adapter must pass it through as given rather than derive it from the
+    /// empty body.
     public var headers: HTTPFields
-    /// The body.
+    /// The body; empty for a `HEAD` request and a `304`.
     public var body: Data
 
     /// Creates a response.
@@ -52,5 +57,19 @@ public struct ImageServiceResponse: Sendable {
         self.status = status
         self.headers = headers
         self.body = body
+    }
+}
+
+extension ImageServiceResponse {
+    /// The response as sent for a request of this method: `Content-Length` states the representation's length
+    /// (a `304` has none to state), and a `HEAD`'s body is dropped after it was measured. One place for every
+    /// answer, thumbnails and failures alike, so no path can answer a `HEAD` with a body or a wrong length.
+    func framed(head: Bool) -> ImageServiceResponse {
+        var framed = self
+        if status != .notModified, framed.headers[.contentLength] == nil {
+            framed.headers[.contentLength] = String(body.count)
+        }
+        if head || status == .notModified { framed.body = Data() }
+        return framed
     }
 }

@@ -58,6 +58,10 @@ final class PipelineEngine: ServiceEngine {
         ServiceMetrics.record(metrics.storeSeconds, since: start)
     }
 
+    func discardSource(_ url: SourceURL) {
+        sources.remove(ServiceKeys.sourceKey(url))
+    }
+
     func endResultMiss(forKey key: String, outcome: CacheMissOutcome) {
         results.missEnded(key, outcome: outcome)
     }

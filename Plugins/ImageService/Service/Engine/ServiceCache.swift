@@ -86,6 +86,11 @@ struct ServiceCache: Sendable {
     /// `notStored` when nothing will be stored however often it is tried (the source said `no-store`, 404, too
     /// large, undecodable, refused by the policy), `abandoned` when another replica may succeed (a timeout, a 5xx,
     /// the queue was full).
+    /// Removes `key` from every level (memory at once; disk and Redis in the background).
+    func remove(_ key: String) {
+        caches.removeImage(forKey: key, cacheType: .all, completion: nil)
+    }
+
     func missEnded(_ key: String, outcome: CacheMissOutcome) {
         caches.missEnded(forKey: key, cacheType: .disk, outcome: outcome)
     }

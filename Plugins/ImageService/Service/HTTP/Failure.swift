@@ -61,10 +61,12 @@ struct Failure: Error, Sendable {
         }
     }
 
-    /// The response: the message as plain text, `Retry-After` when set, never cached.
+    /// The response: the message as plain text, `Retry-After` when set, `Allow` on a 405, never cached.
     func response() -> ImageServiceResponse {
         var headers: HTTPFields = [.contentType: "text/plain; charset=utf-8", .cacheControl: "no-store"]
         if let retryAfter { headers[.retryAfter] = String(retryAfter) }
+        // RFC 9110 §15.5.6: a 405 names the methods the resource takes.
+        if status == .methodNotAllowed { headers[.allow] = "GET, HEAD" }
         return ImageServiceResponse(status: status, headers: headers, body: Data((message + "\n").utf8))
     }
 }

@@ -7,7 +7,8 @@ import Metrics
 /// - `_cache_hits_total{kind, level}`, `_cache_misses_total{kind}`: lookups of results and sources by the level that
 ///   answered (`memory`, `disk`, `redis`); `_coalesced_total{kind}`: requests that joined running work.
 /// - `_origin_requests_total` (each hop), `_revalidations_total{outcome}` (`not_modified`, `changed`),
-///   `_policy_refusals_total{where}` (`request`, `cache`: a cached answer the current policy refuses).
+///   `_policy_refusals_total{where}` (`request`, `cache`: a cached answer the current policy refuses),
+///   `_incomplete_sources_total` (sources whose bytes ended before their image: answered, kept nowhere).
 /// - Timers `_origin_seconds`, `_decode_seconds`, `_resize_seconds`, `_encode_seconds`, `_store_seconds` (a
 ///   Prometheus backend shows them as histograms whose `_count` is how often the stage ran).
 /// - `_not_modified_total`, `_rejected_total{reason}` (`queue_full`, `deadline`).
@@ -72,6 +73,9 @@ final class ServiceMetrics: Sendable {
     func revalidated(changed: Bool) {
         counter("revalidations_total", [("outcome", changed ? "changed" : "not_modified")]).increment()
     }
+
+    /// A source whose bytes ended before its image: answered, not kept (see ``ImageService``'s `make`).
+    func incompleteSource() { counter("incomplete_sources_total", []).increment() }
 
     func policyRefusal(cached: Bool) {
         counter("policy_refusals_total", [("where", cached ? "cache" : "request")]).increment()

@@ -29,6 +29,9 @@ struct Renderer: Sendable {
         let size: PixelSize
         /// Its frame count.
         let frameCount: Int
+        /// False when the source's bytes ended before its image did (a file cut short at the origin): the decoder
+        /// filled the rest, so the thumbnail is not the source's and must not be kept as it.
+        let isComplete: Bool
         /// Seconds spent decoding, transforming and encoding.
         let decodeSeconds: Double
         let resizeSeconds: Double
@@ -57,6 +60,7 @@ struct Renderer: Sendable {
                 try Self.decode(source, options: options, output: output, coders: coders, limits: limits)
             }
             span.attributes["image.decoded_size"] = "\(decoded.image.width)x\(decoded.image.height)"
+            if decoded.image.metadata.isIncomplete { span.attributes["image.incomplete"] = true }
             span.attributes["image.frames"] = decoded.image.frameCount
             return decoded
         }
@@ -164,7 +168,8 @@ struct Renderer: Sendable {
                 }
             return Output(
                 data: Data(text.utf8), contentType: Placeholder.contentType, formatName: kind.rawValue,
-                size: transformed.output, frameCount: 1, decodeSeconds: decoded.seconds,
+                size: transformed.output, frameCount: 1, isComplete: !decoded.image.metadata.isIncomplete,
+                decodeSeconds: decoded.seconds,
                 resizeSeconds: transformed.seconds, encodeSeconds: (clock.now - start).seconds)
         }
         let data = try coders.encode(
@@ -174,7 +179,8 @@ struct Renderer: Sendable {
         let keepsFrames = options.animated && [.gif, .webp, .avif].contains(format)
         return Output(
             data: data, contentType: format.mimeType ?? "application/octet-stream", formatName: format.rawValue,
-            size: transformed.output, frameCount: keepsFrames ? image.frameCount : 1, decodeSeconds: decoded.seconds,
+            size: transformed.output, frameCount: keepsFrames ? image.frameCount : 1,
+            isComplete: !decoded.image.metadata.isIncomplete, decodeSeconds: decoded.seconds,
             resizeSeconds: transformed.seconds, encodeSeconds: (clock.now - start).seconds)
     }
 

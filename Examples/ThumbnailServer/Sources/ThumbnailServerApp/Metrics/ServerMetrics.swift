@@ -9,7 +9,8 @@ import Synchronization
 ///
 /// The service's names: `thumbnail_requests_total{status, format}`, `thumbnail_cache_hits_total{kind, level}`,
 /// `thumbnail_cache_misses_total{kind}`, `thumbnail_coalesced_total{kind}`, `thumbnail_origin_requests_total`,
-/// `thumbnail_revalidations_total{outcome}`, `thumbnail_policy_refusals_total{where}`, the histograms
+/// `thumbnail_revalidations_total{outcome}`, `thumbnail_policy_refusals_total{where}`,
+/// `thumbnail_incomplete_sources_total`, the histograms
 /// `thumbnail_origin_seconds`, `thumbnail_decode_seconds`, `thumbnail_resize_seconds`, `thumbnail_encode_seconds`,
 /// `thumbnail_store_seconds`, `thumbnail_not_modified_total`, `thumbnail_rejected_total{reason}`, and the gauges
 /// `thumbnail_queue_depth`, `thumbnail_in_flight`, `thumbnail_origin_in_flight`, `thumbnail_http_in_flight`.
