@@ -133,6 +133,9 @@ import Testing
         #expect(HTTPResponseParsing.maxAge("public, max-age=3600") == 3600)
         #expect(HTTPResponseParsing.maxAge("no-cache") == 0)
         #expect(HTTPResponseParsing.maxAge("public") == nil)
+        // Invalid freshness information is stale (RFC 9111 §4.2.1), never "no lifetime given".
+        #expect(HTTPResponseParsing.maxAge("max-age=-1") == 0)
+        #expect(HTTPResponseParsing.maxAge("public, max-age=soon") == 0)
         #expect(HTTPResponseParsing.maxAge(nil) == nil)
     }
 

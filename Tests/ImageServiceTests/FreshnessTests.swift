@@ -20,6 +20,12 @@ import Testing
         let later = HTTPDate.format(now.addingTimeInterval(300))
         #expect(F.ownLifetime(headers: ["expires": later, "date": date], now: now) == 300)
         #expect(F.ownLifetime(headers: ["expires": "0"], now: now) == 0)
+        // A max-age that is not delta-seconds is invalid freshness: stale, as a bad Expires is (it used to read as
+        // "says nothing", so the source got the default day).
+        for invalid in ["max-age=-1", "max-age=abc", "max-age", "max-age=1.5", "s-maxage=-5, max-age=60"] {
+            #expect(F.ownLifetime(headers: ["cache-control": invalid], now: now) == 0, "\(invalid)")
+        }
+        #expect(F.ownLifetime(headers: ["cache-control": "max-age=99999999999999999999"], now: now) == 2_147_483_647)
         #expect(F.ownLifetime(headers: ["content-type": "image/png"], now: now) == nil)
     }
 

@@ -15,9 +15,11 @@ public struct CacheControl: Hashable, Sendable {
     public var mustRevalidate = false
     /// `immutable`.
     public var immutable = false
-    /// `max-age` in seconds (clamped to 0...Int32.max as RFC 9111 §1.2.2 advises).
+    /// `max-age` in seconds (clamped to 0...Int32.max as RFC 9111 §1.2.2 advises). A value that is not
+    /// delta-seconds (`max-age=-1`, `max-age=abc`, `max-age` alone) is 0: invalid freshness information means stale
+    /// (RFC 9111 §4.2.1), as an `Expires` that is not a date does; it never falls back to a default lifetime.
     public var maxAge: Int?
-    /// `s-maxage` in seconds (clamped like ``maxAge``).
+    /// `s-maxage` in seconds (clamped and judged like ``maxAge``).
     public var sharedMaxAge: Int?
 
     /// No directives.
@@ -41,8 +43,8 @@ public struct CacheControl: Hashable, Sendable {
             case "public": isPublic = true
             case "must-revalidate": mustRevalidate = true
             case "immutable": immutable = true
-            case "max-age": maxAge = Self.seconds(value) ?? maxAge
-            case "s-maxage": sharedMaxAge = Self.seconds(value) ?? sharedMaxAge
+            case "max-age": maxAge = Self.seconds(value) ?? 0
+            case "s-maxage": sharedMaxAge = Self.seconds(value) ?? 0
             default: continue
             }
         }

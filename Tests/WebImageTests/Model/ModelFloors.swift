@@ -72,7 +72,10 @@ enum ModelFloors {
             ("body trickled in (previews possible)", 110), ("load through an ImageTarget", 100),
             ("success of a file with a colour profile", 380), ("colour conversion with lcms2", 8),
             ("colour file from a cache", 250), ("transfer refused by the header check", 4),
-            ("load ended by its load timeout", 3),
+            // How many loads outlast their timeout depends on the machine's speed as much as on the draws: CI runs
+            // reached 9–11 in 141–177 programs, an idle run 5 in 186 (2.7 per 100), so the floor is a fifth of the
+            // usual rate, as the others are.
+            ("load ended by its load timeout", 1),
         ]
         if fleet { cases += [("fleet program", 5), ("load on the second replica", 150)] }
         return cases
