@@ -118,7 +118,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "TransformBenchmarks",
-            dependencies: [benchmark, "BenchSupport", "BenchMetrics"] + sdk("ImageCore", "ImageTransformers"),
+            dependencies: [benchmark, "BenchSupport", "BenchMetrics", "CBaselines"] + sdk("ImageCore", "ImageTransformers"),
             path: "Benchmarks/TransformBenchmarks",
             plugins: benchmarkPlugin
         ),

@@ -1,6 +1,7 @@
 import BenchMetrics
 import BenchSupport
 import Benchmark
+import CBaselines
 import ImageCore
 import ImageTransformers
 
@@ -30,6 +31,32 @@ let benchmarks: @Sendable () -> Void = {
         } setup: {
             _ = rgba12MP
         }
+    }
+
+    // The exact step after a JPEG's DCT-scaled decode: a 1920x1280 photo decodes at 3/8 (720x480), which the area
+    // reduce brings to the 512 px fit (the ThumbnailServer's JPEG request), beside the C area resize on the same
+    // pixels. RGB, as JPEG decodes.
+    let reduceInput = rgba2MP.pixels.areaResampled(width: 720, height: 480)
+    let rgbReduceInput = PixelBuffer(
+        width: 720, height: 480, layout: .rgb8,
+        bytes: (0..<(720 * 480)).flatMap { i in reduceInput.bytes[(i * 4)..<(i * 4 + 3)] })
+    Benchmark("Transform_areaReduce_720x480_to512_SDK", configuration: config) { benchmark in
+        let cpu = CPUClock.start()
+        blackHole(rgbReduceInput.areaResampled(width: 512, height: 341))
+        cpu.stop(benchmark)
+    }
+    Benchmark("Transform_areaReduce_720x480_to512_C", configuration: config) { benchmark in
+        var out = [UInt8](repeating: 0, count: 512 * 341 * 3)
+        let source = Array(rgbReduceInput.bytes)
+        benchmark.startMeasurement()
+        let cpu = CPUClock.start()
+        source.withUnsafeBufferPointer { src in
+            out.withUnsafeMutableBufferPointer { dst in
+                cb_area_resize(src.baseAddress, 720, 480, dst.baseAddress, 512, 341, 3)
+            }
+        }
+        cpu.stop(benchmark)
+        blackHole(out)
     }
 
     let blur = BlurTransformer(radius: blurSigma)

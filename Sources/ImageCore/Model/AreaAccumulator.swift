@@ -63,10 +63,42 @@ final class AreaAccumulator {
         }
     }
 
+    /// `count` zeroed lanes, plus ``AreaKernels/narrowPadding`` (also zeroed) that the narrow pass may read past
+    /// the row.
     private static func zeroed<T: FixedWidthInteger>(_ count: Int) -> UnsafeMutablePointer<T> {
-        let pointer = UnsafeMutablePointer<T>.allocate(capacity: max(1, count))
-        pointer.initialize(repeating: 0, count: max(1, count))
+        let capacity = count + AreaKernels.narrowPadding
+        let pointer = UnsafeMutablePointer<T>.allocate(capacity: capacity)
+        pointer.initialize(repeating: 0, count: capacity)
         return pointer
+    }
+
+    /// True when ``drainNarrow(scratch:_:)`` can hand the sums over as 32-bit lanes (8-bit pixels, unweighted).
+    var hasNarrowLanes: Bool {
+        if case .bytes16 = lanes { return true }
+        return false
+    }
+
+    /// Hands the finished sums to `body` as one row of 32-bit lanes (the partial lanes themselves when no whole row
+    /// was added, else whole-row weight × whole rows + partial rows combined into `scratch`), then clears them.
+    ///
+    /// - Precondition: ``hasNarrowLanes``; `scratch` has `count` + ``AreaKernels/narrowPadding`` lanes, the
+    ///   padding initialised; the source area passes ``AreaKernels/narrowFits(area:)`` (so a combined lane fits).
+    func drainNarrow(scratch: UnsafeMutablePointer<UInt32>, _ body: (UnsafePointer<UInt32>) -> Void) {
+        guard case .bytes16(let whole, let partial) = lanes else {
+            preconditionFailure("AreaAccumulator: no narrow lanes")
+        }
+        if wholeRows > 0 {
+            AreaKernels.combine(
+                whole, weight: UInt32(truncatingIfNeeded: wholeWeight),
+                partial: partialTouched ? UnsafePointer(partial) : nil, into: scratch, count: count)
+            body(UnsafePointer(scratch))
+            whole.update(repeating: 0, count: count)
+        } else {
+            body(UnsafePointer(partial))
+        }
+        if partialTouched { partial.update(repeating: 0, count: count) }
+        wholeRows = 0
+        partialTouched = false
     }
 
     /// Adds a row the output row covers whole (weight: the output height in ``AreaAxis`` units).

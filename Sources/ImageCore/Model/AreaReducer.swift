@@ -33,6 +33,8 @@ package final class AreaReducer {
     private let accumulator: AreaAccumulator
     /// Straight-alpha rows converted to 16-bit premultiplied lanes (nil for other pixels).
     private let weighedRow: UnsafeMutablePointer<UInt16>?
+    /// The combined 32-bit lanes of the narrow horizontal pass (nil when the general pass runs).
+    private let narrowRow: UnsafeMutablePointer<UInt32>?
     /// The result's pooled storage; every byte is written by the time the last row is pushed.
     private let output: PixelStorage
     private let outputRowBytes: Int
@@ -42,8 +44,12 @@ package final class AreaReducer {
     /// - Precondition: all four sizes are at least 1 and at most ``PixelBuffer/maximumDimension``, the source has
     ///   at most 2^46 pixels (so every 64-bit sum fits; decoders' own size limits are far below), and the output
     ///   fits in memory (the caller checked its budget).
+    ///
+    /// - Parameter narrowPass: false forces the general horizontal pass where the narrow one would run (tests
+    ///   compare the two).
     package init(
-        sourceWidth: Int, sourceHeight: Int, width: Int, height: Int, layout: PixelLayout, alphaMode: AlphaMode
+        sourceWidth: Int, sourceHeight: Int, width: Int, height: Int, layout: PixelLayout, alphaMode: AlphaMode,
+        narrowPass: Bool = true
     ) {
         precondition(sourceWidth > 0 && sourceHeight > 0 && width > 0 && height > 0, "AreaReducer needs sizes ≥ 1")
         let limit = PixelBuffer.maximumDimension
@@ -63,12 +69,24 @@ package final class AreaReducer {
         accumulator = AreaAccumulator(
             lanes: lanes, weighted: weighted, sourceHeight: sourceHeight, height: height)
         weighedRow = weighted ? .allocate(capacity: lanes) : nil
+        if narrowPass && (channels == 3 || channels == 4) && accumulator.hasNarrowLanes
+            && AreaKernels.narrowFits(area: sourceWidth * sourceHeight)
+        {
+            let capacity = lanes + AreaKernels.narrowPadding
+            narrowRow = .allocate(capacity: capacity)
+            narrowRow?.initialize(repeating: 0, count: capacity)
+        } else {
+            narrowRow = nil
+        }
         outputRowBytes = width * channels
         output = PixelStorage(count: outputRowBytes * height)
         normalizer = AreaNormalizer(area: sourceWidth * sourceHeight, weighted: weighted)
     }
 
-    deinit { weighedRow?.deallocate() }
+    deinit {
+        weighedRow?.deallocate()
+        narrowRow?.deallocate()
+    }
 
     /// True once every source row was pushed.
     package var isComplete: Bool { rowsPushed == sourceHeight }
@@ -120,7 +138,22 @@ package final class AreaReducer {
     private func emit(_ y: Int) {
         let row = output.bytes.baseAddress! + y * outputRowBytes
         horizontal.withView { axis in
-            accumulator.drain(into: HorizontalPass(channels: channels, axis: axis, normalizer: normalizer, row: row))
+            if let narrowRow {
+                let reciprocal = normalizer.reciprocal
+                let channels = channels
+                accumulator.drainNarrow(scratch: narrowRow) { lanes in
+                    if channels == 3 {
+                        AreaKernels.horizontalNarrow(
+                            ThreeChannels.self, lanes: lanes, axis: axis, reciprocal: reciprocal, into: row)
+                    } else {
+                        AreaKernels.horizontalNarrow(
+                            FourChannels.self, lanes: lanes, axis: axis, reciprocal: reciprocal, into: row)
+                    }
+                }
+            } else {
+                accumulator.drain(
+                    into: HorizontalPass(channels: channels, axis: axis, normalizer: normalizer, row: row))
+            }
         }
     }
 }
