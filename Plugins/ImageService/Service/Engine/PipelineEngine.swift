@@ -37,6 +37,9 @@ final class PipelineEngine: ServiceEngine {
     }
 
     func lowerResult(forKey key: String) async -> StoredResult? {
+        // Every level, memory included, though the caller's memory lookup just missed: a flight for this key may
+        // have ended and stored its result in between (the flight's key is forgotten before its callers resume),
+        // and memory is where that result is at once — the disk is written in the background.
         await results.lookup(key).flatMap(Self.result)
     }
 
