@@ -82,15 +82,15 @@ struct ServiceCache: Sendable {
         caches.store(nil, data: data, metadata: metadata, forKey: key, cacheType: .all, completion: nil)
     }
 
-    /// Ends a lookup that missed without a store, so replicas waiting on this process's fleet lease stop waiting:
-    /// `notStored` when nothing will be stored however often it is tried (the source said `no-store`, 404, too
-    /// large, undecodable, refused by the policy), `abandoned` when another replica may succeed (a timeout, a 5xx,
-    /// the queue was full).
     /// Removes `key` from every level (memory at once; disk and Redis in the background).
     func remove(_ key: String) {
         caches.removeImage(forKey: key, cacheType: .all, completion: nil)
     }
 
+    /// Ends a lookup that missed without a store, so replicas waiting on this process's fleet lease stop waiting:
+    /// `notStored` when nothing will be stored however often it is tried (the source said `no-store`, 404, too
+    /// large, undecodable, refused by the policy), `abandoned` when another replica may succeed (a timeout, a 5xx,
+    /// the queue was full).
     func missEnded(_ key: String, outcome: CacheMissOutcome) {
         caches.missEnded(forKey: key, cacheType: .disk, outcome: outcome)
     }
