@@ -37,8 +37,8 @@ protocol ServiceEngine: Sendable {
     func render(_ source: SourceEntry, options: ThumbnailOptions, encoding: OutputEncoding, context: WorkContext)
         async throws -> Renderer.Output
 
-    /// Removes the cached source of `url` from every level, so the next request fetches it again (its bytes
-    /// ended before its image: the origin may have been caught mid-write).
+    /// Removes the cached source of `url` from every level, so the next request fetches it again (its bytes ended
+    /// before its image, or no coder could read them: the origin may have been caught mid-write).
     func discardSource(_ url: SourceURL)
 
     /// Stores a rendered (or revalidated) result on every level; memory at once, the rest in the background.
