@@ -44,12 +44,19 @@ package final class AreaReducer {
     /// - Precondition: all four sizes are at least 1 and at most ``PixelBuffer/maximumDimension``, the source has
     ///   at most 2^46 pixels (so every 64-bit sum fits; decoders' own size limits are far below), and the output
     ///   fits in memory (the caller checked its budget).
-    ///
-    /// - Parameter narrowPass: false forces the general horizontal pass where the narrow one would run (tests
-    ///   compare the two).
+    package convenience init(
+        sourceWidth: Int, sourceHeight: Int, width: Int, height: Int, layout: PixelLayout, alphaMode: AlphaMode
+    ) {
+        self.init(
+            sourceWidth: sourceWidth, sourceHeight: sourceHeight, width: width, height: height, layout: layout,
+            alphaMode: alphaMode, narrowPass: true)
+    }
+
+    /// Prepares a resample like ``init(sourceWidth:sourceHeight:width:height:layout:alphaMode:)``; `narrowPass`
+    /// false forces the general horizontal pass where the narrow one would run (tests compare the two).
     package init(
         sourceWidth: Int, sourceHeight: Int, width: Int, height: Int, layout: PixelLayout, alphaMode: AlphaMode,
-        narrowPass: Bool = true
+        narrowPass: Bool
     ) {
         precondition(sourceWidth > 0 && sourceHeight > 0 && width > 0 && height > 0, "AreaReducer needs sizes ≥ 1")
         let limit = PixelBuffer.maximumDimension
