@@ -45,7 +45,7 @@ public struct ImageServiceResponse: Sendable {
     /// The headers (`Content-Type`, `Content-Length`, `ETag`, `Cache-Control`, `Vary`, `Last-Modified`,
     /// `Retry-After`, `Allow`…).
     ///
-    /// Every answer the service makes states its `Content-Length`; for a `HEAD` request it is the length the `GET`
+    /// Every answer but a `304` states its `Content-Length`; for a `HEAD` request it is the length the `GET`
     /// would send (RFC 9110 §9.3.2), so an adapter must pass it through as given rather than derive it from the
     /// empty body.
     public var headers: HTTPFields
