@@ -118,9 +118,10 @@ extension ImageService {
         let output: Renderer.Output
         do {
             output = try await engine.render(source, options: options, encoding: encoding, context: work)
-        } catch let error as ImageError where [.badImageData, .noCoder].contains(error.code) {
+        } catch let error as ImageError where error.stage == .decode && [.badImageData, .noCoder].contains(error.code) {
             // Bytes no coder can read (cut before the image began, or not an image yet) are not kept either: the
-            // next request fetches them again instead of failing on the cached copy until it expires.
+            // next request fetches them again instead of failing on the cached copy until it expires. Only the
+            // decode's verdict: an encoder missing for the output (`noCoder` at `.encode`) says nothing of them.
             engine.discardSource(options.source)
             throw error
         }
