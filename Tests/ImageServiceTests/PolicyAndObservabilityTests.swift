@@ -10,6 +10,46 @@ import Tracing
 /// The source policy judged on every answer, the gallery-oracle rule (nothing signs for a client), and what the
 /// service reports: spans per stage, metrics by name.
 @Suite struct PolicyAndObservabilityTests {
+    /// Redirects that lead nowhere are the origin's fault, not a refusal: a loop, a 3xx without a usable `Location`,
+    /// and more hops than allowed answer 502 (and are not cached: the fixed origin is asked again); a hop to a URL
+    /// the source grammar refuses stays 403.
+    @Test func redirectsThatLeadNowhereAreBadGateways() async throws {
+        let png = try ServiceImages.png(width: 16, height: 16, colour: 30)
+        let fixed = Locked(false)
+        let fixture = try await ServiceFixture.start({ $0.maxRedirects = 2 }) { request in
+            let path = request.path
+            if path == "/image.png" || fixed.value {
+                return .respond(headers: [("Content-Type", "image/png")], body: png)
+            }
+            switch path {
+            case "/loop": return .respond(status: .found, headers: [("Location", "/loop")])
+            case "/nowhere": return .respond(status: .found)
+            case "/empty": return .respond(status: .movedPermanently, headers: [("Location", "")])
+            case "/hop1": return .respond(status: .found, headers: [("Location", "/hop2")])
+            case "/hop2": return .respond(status: .found, headers: [("Location", "/hop3")])
+            case "/hop3": return .respond(status: .found, headers: [("Location", "/image.png")])
+            case "/to-file": return .respond(status: .found, headers: [("Location", "file:///etc/passwd")])
+            default: return .respond(status: .notFound)
+            }
+        }
+        defer { Task { await fixture.stop() } }
+        for (path, status) in [
+            ("/loop", HTTPResponse.Status.badGateway), ("/nowhere", .badGateway), ("/empty", .badGateway),
+            ("/hop1", .badGateway), ("/to-file", .forbidden),
+        ] {
+            let answer = await fixture.get(path, "w=8&format=png")
+            #expect(answer.status == status, "\(path): \(String(decoding: answer.body, as: UTF8.self))")
+            #expect(answer.headers[.cacheControl] == "no-store")
+        }
+        // Two redirects are allowed: /hop1 takes three, /hop2 two.
+        #expect(await fixture.get("/hop2", "w=8&format=png").status == .ok)
+        // Nothing was kept of the failures: once the origin is fixed, the same URLs render.
+        fixed.withLock { $0 = true }
+        for path in ["/loop", "/nowhere", "/hop1"] {
+            #expect(await fixture.get(path, "w=8&format=png").status == .ok, "\(path)")
+        }
+    }
+
     /// A provenance passes only while every hop's host is allowed and every address is.
     @Test func provenanceIsJudgedHopByHop() throws {
         let hops = SourceProvenance(hops: [

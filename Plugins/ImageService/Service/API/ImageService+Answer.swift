@@ -17,9 +17,12 @@ struct Conditional: Sendable {
 
     var isPresent: Bool { ifNoneMatch != nil || ifModifiedSince != nil }
 
+    /// True when the client's copy is current; `lastModified` is the source's, judged as the answer states it
+    /// (``StatedLastModified``).
     func isNotModified(etag: String, lastModified: String?) -> Bool {
         ConditionalRequest.isNotModified(
-            ifNoneMatch: ifNoneMatch, ifModifiedSince: ifModifiedSince, etag: etag, lastModified: lastModified)
+            ifNoneMatch: ifNoneMatch, ifModifiedSince: ifModifiedSince, etag: etag,
+            lastModified: StatedLastModified.value(lastModified, now: Date()))
     }
 }
 
@@ -198,7 +201,7 @@ extension ImageService {
         }
     }
 
-    /// `ETag`, `Last-Modified`, `Vary`, and a `Cache-Control` whose `max-age` is the configured one capped by what
+    /// `ETag`, `Last-Modified` (as ``StatedLastModified`` states it), `Vary`, and a `Cache-Control` whose `max-age` is the configured one capped by what
     /// is left of the source's own lifetime (`stale-while-revalidate` only when the source's lifetime did not cap
     /// it: a source that allows 60 s is not served stale for a day by the caches in front).
     private func headers(
@@ -217,7 +220,7 @@ extension ImageService {
         } else {
             headers[.cacheControl] = CacheControlPolicy.noStore
         }
-        if let lastModified { headers[.lastModified] = lastModified }
+        if let stated = StatedLastModified.value(lastModified, now: Date()) { headers[.lastModified] = stated }
         if variesByAccept { headers[.vary] = "Accept" }
         return headers
     }

@@ -34,6 +34,7 @@ struct Failure: Error, Sendable {
         case let refusal as URLSigner.Refusal: return Failure(.forbidden, refusal.description)
         case let refusal as SourceRefusal:
             return Failure(.forbidden, "source refused: \(refusal.publicMessage)", detail: refusal.description)
+        case let fault as OriginFault: return Failure(.badGateway, "source: \(fault.description)")
         case is WorkerPool.Overloaded:
             return Failure(.tooManyRequests, "the server is busy", retryAfter: 1, rejection: "queue_full")
         case is DeadlineExceeded:

@@ -11,15 +11,16 @@ import Synchronization
 /// is checked as is); then the request goes through the client pinned to the first of those addresses
 /// (``OriginClients``), so it connects to exactly what was checked. Redirects are followed here, at most
 /// `maxRedirects`, each `Location` parsed by the same strict ``ImageServiceQuery/SourceURL`` grammar and checked
-/// the same way; a loop is refused. Each hop's transfer is bounded by what is left of the deadline (and by
+/// the same way; a loop fails. Each hop's transfer is bounded by what is left of the deadline (and by
 /// ``originTimeout``), so redirects can't stretch a fetch past it; a cancelled task cancels the transfer and the
 /// DNS wait at once. The hops are returned as the bytes' ``ImageServiceQuery/SourceProvenance``.
 ///
 /// With `validators`, the request is conditional (`If-None-Match`, `If-Modified-Since`) and a 304 is
 /// ``Outcome/notModified(_:provenance:)``.
 ///
-/// Errors: ``SourceRefusal`` for anything the policy refuses (403), the resolver's error for a name that does
-/// not resolve, and the SDK loader's ``ImageCore/ImageError`` for the transfer. Thread-safe.
+/// Errors: ``SourceRefusal`` for anything the policy refuses (403), ``OriginFault`` for redirects that lead nowhere
+/// and a name without addresses (502), the resolver's error for a name that does not resolve, and the SDK loader's
+/// ``ImageCore/ImageError`` for the transfer. Thread-safe.
 struct OriginFetcher: Sendable {
     /// What a fetch ended with.
     enum Outcome: Sendable {
@@ -63,17 +64,17 @@ struct OriginFetcher: Sendable {
             guard let status = loaded.response.statusCode, [301, 302, 303, 307, 308].contains(status) else {
                 return .loaded(loaded, provenance: provenance)
             }
-            guard hops.count <= maxRedirects else { throw SourceRefusal("more than \(maxRedirects) redirects") }
+            guard hops.count <= maxRedirects else { throw OriginFault("more than \(maxRedirects) redirects") }
             guard let location = loaded.response.headers["location"], !location.isEmpty,
                 let target = URL(string: location, relativeTo: try url.foundationURL())?.absoluteString
-            else { throw SourceRefusal("a redirect without a usable Location") }
+            else { throw OriginFault("a redirect without a usable Location") }
             let next: SourceURL
             do throws(SourceURL.Invalid) {
                 next = try SourceURL(target)
             } catch {
                 throw SourceRefusal("redirect to \(target.prefix(200)) refused: \(error.message)")
             }
-            guard visited.insert(next.canonical).inserted else { throw SourceRefusal("redirect loop at \(next)") }
+            guard visited.insert(next.canonical).inserted else { throw OriginFault("a redirect loop") }
             url = next
         }
     }
@@ -93,7 +94,7 @@ struct OriginFetcher: Sendable {
                 return { task.cancel() }
             }
         }
-        guard let first = addresses.first else { throw SourceRefusal("\(url.host) has no address") }
+        guard let first = addresses.first else { throw OriginFault("\(url.host) has no address") }
         for address in addresses {
             if let refusal = policy.addresses.refusal(for: address) {
                 throw SourceRefusal("\(url.host) resolves to \(refusal)", publicMessage: "its address is not allowed")
@@ -141,7 +142,8 @@ struct OriginFetcher: Sendable {
     }
 }
 
-/// A source the policy refuses: host not allowed, an address that is not public, a bad redirect.
+/// A source the policy refuses: host not allowed, an address that is not public, a redirect to a URL the source
+/// grammar refuses. Answered 403: asking again gets the same answer.
 struct SourceRefusal: Error, CustomStringConvertible {
     /// Why, in full (for the log).
     let description: String
@@ -152,4 +154,13 @@ struct SourceRefusal: Error, CustomStringConvertible {
         self.description = description
         self.publicMessage = publicMessage ?? description
     }
+}
+
+/// An origin that failed the fetch without a policy being involved: redirects that lead nowhere (no usable
+/// `Location`, a loop, more than the allowed hops) or a name with no address. Answered 502, as a transfer the origin
+/// broke is: the fault is upstream, and a fixed origin is fetched again (nothing is cached).
+struct OriginFault: Error, CustomStringConvertible {
+    let description: String
+
+    init(_ description: String) { self.description = description }
 }
