@@ -47,7 +47,9 @@ public struct HTTPLoaderConfiguration: Sendable {
     public var responseModifier: (any ResponseModifier)?
     /// Turns the bytes of every download into image bytes (when the context names no decryptor).
     public var decryptor: (any DownloadDecryptor)?
-    /// Status codes that count as success (default 200..<300). 304 is always handled as "not modified".
+    /// Status codes that count as success (default 200..<300). 304 is always handled as "not modified". A 206 counts
+    /// only when its `Content-Range` is the whole representation (the loader never asks for a part): any other is
+    /// `invalidDownloadResponse`, so a part is never delivered or cached as the image.
     public var acceptableStatusCodes: Set<Int> = Set(200..<300)
     /// If set, the only content types accepted (`image/png`, or a wildcard such as `image/*`); others fail with
     /// `invalidDownloadContentType`. A response without a content type passes.

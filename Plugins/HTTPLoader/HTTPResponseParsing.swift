@@ -217,11 +217,31 @@ struct ResponseValidator: Sendable {
         guard (acceptsEvery2xx && status >= 200 && status < 300) || statusCodes.contains(status) else {
             return .invalidDownloadStatusCode(status)
         }
+        // The loader never asks for a range, so a 206 is a part the origin chose to send (or a proxy cut): kept under
+        // the URL's key it would stand for the whole image. Only one whose range is the whole representation passes.
+        if status == 206, !Self.isWholeRepresentation(contentRange: response.headers["content-range"]) {
+            return ImageError(
+                .invalidDownloadResponse, stage: .download,
+                message: "206 Partial Content (\(response.headers["content-range"]?.prefix(100) ?? "no Content-Range")) "
+                    + "to a request for the whole image", statusCode: status)
+        }
         guard HTTPResponseParsing.isAcceptable(contentType: response.contentType, allowed: contentTypes) else {
             return ImageError(
                 .invalidDownloadContentType, stage: .download,
                 message: "content type \(response.contentType ?? "none") is not acceptable", statusCode: status)
         }
         return nil
+    }
+
+    /// True when `contentRange` (RFC 9110 §14.4) is `bytes 0-<n-1>/<n>`: the whole representation.
+    static func isWholeRepresentation(contentRange: String?) -> Bool {
+        guard let contentRange else { return false }
+        let parts = contentRange.trimmingCharacters(in: .whitespaces).split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bytes" else { return false }
+        let spec = parts[1].split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
+        guard spec.count == 2, let complete = Int(spec[1]), complete > 0 else { return false }
+        let range = spec[0].split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+        guard range.count == 2, let first = Int(range[0]), let last = Int(range[1]) else { return false }
+        return first == 0 && last == complete - 1
     }
 }

@@ -1,9 +1,10 @@
 import Foundation
-import HTTPLoader
 import HTTPTestSupport
 import ImageCore
 import NIOHTTP1
 import Testing
+
+@testable import HTTPLoader
 
 /// One server behaviour per test: status codes, revalidation, content types, broken and hostile bodies.
 @Suite struct HTTPLoaderResponseTests {
@@ -121,6 +122,42 @@ import Testing
             _ = await load(loader, server.url("/plain.png"), context: context)
             #expect(server.requests(to: "/plain.png").first?.header("If-None-Match") == nil)
         }
+    }
+
+    /// The loader asks for whole images, so a 206 is a part the origin chose to send: only one whose
+    /// `Content-Range` is the whole representation is an image; any other fails at the download stage.
+    @Test func partialContentIsAnImageOnlyWhenWhole() async throws {
+        let body = Self.image
+        try await withServer(script: { request in
+            let range: String? =
+                switch request.path {
+                case "/whole.png": "bytes 0-\(body.count - 1)/\(body.count)"
+                case "/head.png": "bytes 0-999/\(body.count)"
+                case "/tail.png": "bytes 1000-\(body.count - 1)/\(body.count)"
+                case "/unknown.png": "bytes 0-\(body.count - 1)/*"
+                default: nil
+                }
+            let sent = request.path == "/head.png" ? Array(body[0..<1000]) : body
+            var headers = [("Content-Type", "image/png")]
+            if let range { headers.append(("Content-Range", range)) }
+            return .respond(status: .partialContent, headers: headers, body: sent)
+        }) { server, loader in
+            #expect(await load(loader, server.url("/whole.png"))?.value?.data == Data(body))
+            for path in ["/head.png", "/tail.png", "/unknown.png", "/none.png"] {
+                let error = try #require(await load(loader, server.url(path))?.error, "\(path)")
+                #expect(error.code == .invalidDownloadResponse && error.stage == .download, "\(path)")
+                #expect(error.statusCode == 206)
+            }
+        }
+    }
+
+    @Test(arguments: [
+        ("bytes 0-99/100", true), ("BYTES 0-99/100", true), (" bytes 0-0/1", true), ("bytes 0-98/100", false),
+        ("bytes 1-99/100", false), ("bytes 0-99/*", false), ("bytes */100", false), ("items 0-99/100", false),
+        ("bytes 0-99/0", false), ("bytes -1-99/100", false), ("bytes 0-99", false), ("", false),
+    ])
+    func wholeRepresentationRanges(_ value: String, _ whole: Bool) {
+        #expect(ResponseValidator.isWholeRepresentation(contentRange: value) == whole)
     }
 
     @Test func wrongContentTypeFailsWithAnAllowlist() async throws {

@@ -11,9 +11,9 @@ import Tracing
 /// service reports: spans per stage, metrics by name.
 @Suite struct PolicyAndObservabilityTests {
     /// Redirects that lead nowhere are the origin's fault, not a refusal: a loop, a 3xx without a usable `Location`,
-    /// and more hops than allowed answer 502 (and are not cached: the fixed origin is asked again); a hop to a URL
-    /// the source grammar refuses stays 403.
-    @Test func redirectsThatLeadNowhereAreBadGateways() async throws {
+    /// and more hops than allowed answer 502, as does a 206 with part of the image (none is cached: the fixed origin
+    /// is asked again); a hop to a URL the source grammar refuses stays 403.
+    @Test func originFaultsAreBadGateways() async throws {
         let png = try ServiceImages.png(width: 16, height: 16, colour: 30)
         let fixed = Locked(false)
         let fixture = try await ServiceFixture.start({ $0.maxRedirects = 2 }) { request in
@@ -29,13 +29,18 @@ import Tracing
             case "/hop2": return .respond(status: .found, headers: [("Location", "/hop3")])
             case "/hop3": return .respond(status: .found, headers: [("Location", "/image.png")])
             case "/to-file": return .respond(status: .found, headers: [("Location", "file:///etc/passwd")])
+            case "/part":
+                return .respond(
+                    status: .partialContent,
+                    headers: [("Content-Type", "image/png"), ("Content-Range", "bytes 0-19/\(png.count)")],
+                    body: Array(png.prefix(20)))
             default: return .respond(status: .notFound)
             }
         }
         defer { Task { await fixture.stop() } }
         for (path, status) in [
             ("/loop", HTTPResponse.Status.badGateway), ("/nowhere", .badGateway), ("/empty", .badGateway),
-            ("/hop1", .badGateway), ("/to-file", .forbidden),
+            ("/hop1", .badGateway), ("/part", .badGateway), ("/to-file", .forbidden),
         ] {
             let answer = await fixture.get(path, "w=8&format=png")
             #expect(answer.status == status, "\(path): \(String(decoding: answer.body, as: UTF8.self))")
@@ -45,7 +50,7 @@ import Tracing
         #expect(await fixture.get("/hop2", "w=8&format=png").status == .ok)
         // Nothing was kept of the failures: once the origin is fixed, the same URLs render.
         fixed.withLock { $0 = true }
-        for path in ["/loop", "/nowhere", "/hop1"] {
+        for path in ["/loop", "/nowhere", "/hop1", "/part"] {
             #expect(await fixture.get(path, "w=8&format=png").status == .ok, "\(path)")
         }
     }
