@@ -219,11 +219,14 @@ struct ResponseValidator: Sendable {
         }
         // The loader never asks for a range, so a 206 is a part the origin chose to send (or a proxy cut): kept under
         // the URL's key it would stand for the whole image. Only one whose range is the whole representation passes.
-        if status == 206, !Self.isWholeRepresentation(contentRange: response.headers["content-range"]) {
-            return ImageError(
-                .invalidDownloadResponse, stage: .download,
-                message: "206 Partial Content (\(response.headers["content-range"]?.prefix(100) ?? "no Content-Range")) "
-                    + "to a request for the whole image", statusCode: status)
+        if status == 206 {
+            let range = response.headers["content-range"]
+            if !Self.isWholeRepresentation(contentRange: range) {
+                return ImageError(
+                    .invalidDownloadResponse, stage: .download,
+                    message: "206 Partial Content (\(range?.prefix(100) ?? "no Content-Range")) for the whole image",
+                    statusCode: status)
+            }
         }
         guard HTTPResponseParsing.isAcceptable(contentType: response.contentType, allowed: contentTypes) else {
             return ImageError(
