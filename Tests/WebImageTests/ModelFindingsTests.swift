@@ -41,6 +41,36 @@ import WebImage
         #expect(plain.image.width > 0)
     }
 
+    @Test(
+        "a header check's refusal under a load's own budget blocks nobody, though a plain load started the download (seed 4537138941193588380)"
+    )
+    func headerRefusalIsTheWaitingLoadsVerdict() async throws {
+        let origin = ModelOrigin()
+        let url = URL(string: "test://findings/header-budget.timg")!
+        // The answer comes after 0.15 s, so both loads wait on one download and the plain one leaves before the
+        // header check runs.
+        origin.set(.slow, for: url)
+        let manager = Self.manager(origin)
+        var strict = ImageContext()
+        strict.imageDecodeOptions = ImageDecodeOptions(maxPixelCount: 10)
+        let plainRecord = LoadRecord()
+        let strictRecord = LoadRecord()
+        let plain = manager.loadImage(with: url) { plainRecord.deliver($0) }
+        manager.loadImage(with: url, context: strict) { strictRecord.deliver($0) }
+        plain.cancel()
+        #expect(await strictRecord.waitForFinal(timeout: 10))
+        let refused = try #require(strictRecord.summary.0)
+        guard case .failure(let error) = refused else {
+            Issue.record("the strict load got an image of the test coder's size over a budget of 10 pixels")
+            return
+        }
+        #expect(error.code == .imageTooLarge)
+        #expect(origin.requestCount == 1, "the two loads shared one download")
+        #expect(!manager.isFailedURL(url), "a budget of one load's own put the URL on the failed list")
+        let later = try await manager.loadImage(with: url)
+        #expect(later.image.width > 0)
+    }
+
     @Test("an animation cut to its first frame by a load's animation budget never stands for the whole animation")
     func animationBudgetVariantIsNotStoredUnderTheKey() async throws {
         let origin = ModelOrigin()

@@ -49,6 +49,9 @@ final class FetchJob: Sendable {
         var decidedKeys: Set<String> = []
         /// The error that ended the fetch, if one did.
         var failure: ImageError?
+        /// Set when the header check refused the image: whether that refusal is a verdict every load of the URL
+        /// would reach (see ``headerRefusal(width:height:)``).
+        var headerRefusalIsUniversal: Bool?
         /// True once the claims were ended.
         var settled = false
         /// The download's place ahead of the decoder, until its decode starts or the fetch ends.
@@ -126,6 +129,10 @@ final class FetchJob: Sendable {
     /// budget of every subscriber, else nil. A refusal closes the job in the same step, so it is the verdict of
     /// exactly the loads it was made for: one that comes later — its budget may take the image — gets a job and a
     /// download of its own instead of a failure that was never its own (found by the model).
+    ///
+    /// The refusal is the subscribers' verdict, not that of the load that started the download (it may have left):
+    /// it is universal — fit for the failed-URL list — when one of them judged by the defaults (its options change
+    /// no budget), since the image is then over every load's default budget (``isUniversalVerdict(_:startedBy:)``).
     func headerRefusal(width: Int, height: Int) -> ImageError? {
         state.withLock { state in
             var refusal: ImageError?
@@ -137,9 +144,25 @@ final class FetchJob: Sendable {
                     refusal = refusal ?? error
                 }
             }
-            if refusal != nil { state.machine.close() }
+            if let refusal {
+                state.machine.close()
+                state.headerRefusalIsUniversal = state.machine.subscribers.values.contains {
+                    $0.info.plan.traits.isUniversalVerdict(refusal)
+                }
+            }
             return refusal
         }
+    }
+
+    /// Whether `error`, which ended this job's download, is a verdict every load of the URL would reach: for the
+    /// header check's refusal, what its subscribers' budgets made of it; for any other error, the verdict of
+    /// `starter` (the load whose plan started the download: what changes the bytes fetched is the same for every
+    /// load sharing the download, a field of its key).
+    func isUniversalVerdict(_ error: ImageError, startedBy starter: LoadPlan) -> Bool {
+        if error.code == .imageTooLarge, let universal = state.withLock({ $0.headerRefusalIsUniversal }) {
+            return universal
+        }
+        return starter.traits.isUniversalVerdict(error)
     }
 
     func cancel(_ id: UInt64) {

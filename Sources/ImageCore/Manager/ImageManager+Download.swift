@@ -83,7 +83,8 @@ extension ImageManager {
                                 job.sourceSucceeded(
                                     FetchSource(content: content, origin: .download, response: loaded.response))
                             case .failure(let error):
-                                self.recordFailure(error, plan: plan)
+                                self.recordFailure(
+                                    error, plan: plan, isUniversal: job.isUniversalVerdict(error, startedBy: plan))
                                 job.sourceFailed(error)
                             }
                         })
@@ -120,9 +121,12 @@ extension ImageManager {
     /// change the bytes, the pixels or a budget (a thumbnail scaled up past the budget, a colour conversion, a coder
     /// option, a stricter limit), is that load's own and blocks nobody. Nor does a cancel or a transient error (the
     /// loader's policy).
-    func recordFailure(_ error: ImageError, plan: LoadPlan) {
+    ///
+    /// - Parameter isUniversal: whether the error is such a verdict, when the caller knows better than `plan`'s
+    ///   traits (a download's header check judges by the budgets of the loads waiting on it, not the starter's).
+    func recordFailure(_ error: ImageError, plan: LoadPlan, isUniversal: Bool? = nil) {
         guard !error.isCancellation, error.code != .cacheNotModified else { return }
-        guard plan.traits.isUniversalVerdict(error) else { return }
+        guard isUniversal ?? plan.traits.isUniversalVerdict(error) else { return }
         let block =
             delegate?.imageManager(self, shouldBlockFailedURL: plan.url, error: error)
             ?? plan.loader.shouldBlockFailedURL(plan.url, error: error)
