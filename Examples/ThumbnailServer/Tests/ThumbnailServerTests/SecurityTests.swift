@@ -126,8 +126,8 @@ import WebImage
     }
 
     /// Every redirect hop is judged like the first: a hop to a host off the allowlist, or to a name that resolves
-    /// to a private address, is refused before it is contacted; hops that stay inside are followed; a loop is the origin's
-    /// fault (502).
+    /// to a private address, is refused before it is contacted; hops that stay inside are followed; a loop is the
+    /// origin's fault (502).
     @Test func everyRedirectHopIsChecked() async throws {
         let origin = TestOrigin(["/image.jpg": .init(data: try TestImages.jpeg())])
         try await Live.withOrigin(origin) { originBase, port in

@@ -201,9 +201,10 @@ extension ImageService {
         }
     }
 
-    /// `ETag`, `Last-Modified` (as ``StatedLastModified`` states it), `Vary`, and a `Cache-Control` whose `max-age` is the configured one capped by what
-    /// is left of the source's own lifetime (`stale-while-revalidate` only when the source's lifetime did not cap
-    /// it: a source that allows 60 s is not served stale for a day by the caches in front).
+    /// `ETag`, `Last-Modified` (as ``StatedLastModified`` states it), `Vary`, and a `Cache-Control` whose `max-age`
+    /// is the configured one capped by what is left of the source's own lifetime (`stale-while-revalidate` only when
+    /// the source's lifetime did not cap it: a source that allows 60 s is not served stale for a day by the caches in
+    /// front).
     private func headers(
         etag: String, lastModified: String?, shareable: Bool, freshness: SourceFreshness, variesByAccept: Bool
     ) -> HTTPFields {
