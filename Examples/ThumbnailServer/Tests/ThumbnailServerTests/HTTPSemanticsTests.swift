@@ -6,6 +6,10 @@ import Testing
 
 @testable import ThumbnailServerApp
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// The adapter keeps the service's framing on the wire: a `HEAD` states the `Content-Length` its `GET` sends
 /// (before, Hummingbird's empty body made it 0), and other methods get the service's 405 with `Allow` (before,
 /// the router's 404).
@@ -43,5 +47,82 @@ import Testing
                 #expect(reply.header("Allow") == "GET, HEAD", "\(method)")
             }
         }
+    }
+
+    /// A connection persists after an answer exactly when HTTP/1.x says so (RFC 9112 §9.3). Before, Hummingbird
+    /// kept an HTTP/1.0 request's connection open (ApacheBench and old proxies read to its end, so each answer
+    /// took the idle timeout), and `Connection: Close` or `keep-alive, close` too: it closed only on the exact
+    /// value `close`.
+    @Test(
+        .serialized,
+        arguments: [
+            ("GET /health HTTP/1.0\r\n\r\n", false),
+            ("GET /health HTTP/1.1\r\nHost: x\r\nConnection: Close\r\n\r\n", false),
+            ("GET /health HTTP/1.1\r\nHost: x\r\nConnection: keep-alive, close\r\n\r\n", false),
+            ("GET /nowhere HTTP/1.0\r\n\r\n", false),
+            ("GET /health HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n", true),
+            ("GET /health HTTP/1.1\r\nHost: x\r\n\r\n", true),
+        ])
+    func connectionsPersistAsHTTP1Says(request: String, persists: Bool) async throws {
+        try await Live.withServer { _, base in
+            let port = try #require(Int(base.split(separator: ":").last ?? ""))
+            // The socket is read off the cooperative pool: blocking its threads would starve the server under test.
+            let answers = try await Self.offThePool { () throws -> (String?, Bool, String?) in
+                let connection = try Raw(port: port)
+                try connection.send(request)
+                guard let head = connection.readHead(seconds: 5) else { return (nil, false, nil) }
+                let closed = connection.waitForClose(seconds: persists ? 1 : 2)
+                guard !closed else { return (head, true, nil) }
+                try connection.send(request)
+                return (head, false, connection.readHead(seconds: 5))
+            }
+            let head = try #require(answers.0, "no answer to \(request)").lowercased()
+            if persists {
+                #expect(!answers.1, "closed after \(request)")
+                if request.contains("HTTP/1.0") { #expect(head.contains("connection: keep-alive"), "\(head)") }
+                #expect(answers.2 != nil, "no second answer to \(request)")
+            } else {
+                #expect(head.contains("connection: close"), "\(head)")
+                #expect(answers.1, "still open 2 s after answering \(request)")
+            }
+        }
+    }
+
+    private static func offThePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
+        }
+    }
+}
+
+extension Raw {
+    /// Reads one answer's head and its `Content-Length` body; nil when none came within `seconds`.
+    func readHead(seconds: Double) -> String? {
+        var received = [UInt8]()
+        var buffer = [UInt8](repeating: 0, count: 1)
+        let end = Date().addingTimeInterval(seconds)
+        while Date() < end {
+            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, 100) > 0 else { continue }
+            guard recv(fd, &buffer, 1, 0) == 1 else { return nil }
+            received.append(buffer[0])
+            guard received.suffix(4).elementsEqual([13, 10, 13, 10]) else { continue }
+            let head = String(decoding: received, as: UTF8.self)
+            let length =
+                head.split(separator: "\r\n").lazy.compactMap { line -> Int? in
+                    let parts = line.split(separator: ":", maxSplits: 1)
+                    guard parts.count == 2, parts[0].lowercased() == "content-length" else { return nil }
+                    return Int(parts[1].trimmingCharacters(in: .whitespaces))
+                }.first ?? 0
+            var body = [UInt8](repeating: 0, count: max(length, 1))
+            var read = 0
+            while read < length, Date() < end {
+                let count = body.withUnsafeMutableBytes { recv(fd, $0.baseAddress! + read, length - read, 0) }
+                guard count > 0 else { return nil }
+                read += count
+            }
+            return head
+        }
+        return nil
     }
 }

@@ -2,9 +2,11 @@ import Hummingbird
 import HummingbirdCore
 import Logging
 import NIOCore
+import NIOHTTPTypesHTTP1
 
-/// Hummingbird's HTTP/1 child channel with a ``ConnectionGuard`` on every connection: ``ByteGuard`` first in the
-/// pipeline, ``RequestGuard`` just before Hummingbird's own connection-state handler.
+/// Hummingbird's HTTP/1 child channel with a ``ConnectionGuard`` on every connection (``ByteGuard`` first in the
+/// pipeline, ``RequestGuard`` just before Hummingbird's own connection-state handler), and
+/// ``ConnectionPersistence`` just before the HTTP Types codec, where a request's version is still known.
 struct GuardedHTTP1Channel: ServerChildChannel {
     typealias Value = HTTP1Channel.Value
 
@@ -22,6 +24,8 @@ struct GuardedHTTP1Channel: ServerChildChannel {
         }
         let bound = NIOLoopBound(guarding, eventLoop: channel.eventLoop)
         return inner.setup(channel: channel, logger: logger).flatMapThrowing { value in
+            let codec = try channel.pipeline.syncOperations.context(handlerType: HTTP1ToHTTPServerCodec.self)
+            try channel.pipeline.syncOperations.addHandler(ConnectionPersistence(), position: .before(codec.handler))
             let state = try channel.pipeline.syncOperations.context(handlerType: HTTPConnectionStateHandler.self)
             try channel.pipeline.syncOperations.addHandler(
                 RequestGuard(bound.value), position: .before(state.handler))

@@ -1,0 +1,69 @@
+import NIOCore
+import NIOHTTP1
+
+/// Keeps a connection open after an answer exactly when HTTP/1.x says it persists (RFC 9112 §9.3), and says so
+/// on the answer.
+///
+/// Hummingbird 2 reads the request as Swift HTTP Types, which carry no version, and closes after an answer only
+/// when the request's `Connection` field is exactly `close`. An HTTP/1.0 request without `keep-alive` (ApacheBench,
+/// old proxies, health checkers) then kept its connection open: a client reading to the end of the connection waited
+/// for the idle timeout, one answer per timeout. So did `Connection: Close` or `keep-alive, close`. This handler sits
+/// between NIO's HTTP/1 codec and the HTTP Types one, where the version is still known: a request that does not
+/// persist reaches Hummingbird with `Connection: close` (so it closes after the answer), and its answer says
+/// `Connection: close`; an HTTP/1.0 request that asked for `keep-alive` gets `Connection: keep-alive` on its answer
+/// (without it, such a client takes the connection as closing). Event-loop confined.
+final class ConnectionPersistence: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundOut = HTTPServerRequestPart
+    typealias OutboundIn = HTTPServerResponsePart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    /// What a request asks its answer to say about the connection.
+    enum Persistence: Equatable {
+        /// The connection closes after the answer.
+        case closes
+        /// HTTP/1.0 with `keep-alive`: persists only because the answer says so.
+        case keptAliveByAgreement
+        /// HTTP/1.1's default: persists, nothing to say.
+        case persists
+
+        init(_ head: HTTPRequestHead) {
+            if !head.isKeepAlive {
+                self = .closes
+            } else if head.version.major == 1, head.version.minor == 0 {
+                self = .keptAliveByAgreement
+            } else {
+                self = .persists
+            }
+        }
+    }
+
+    /// The requests read and not yet answered, oldest first (pipelined answers go out in request order).
+    private var unanswered = CircularBuffer<Persistence>()
+
+    init() {}
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard case .head(var head) = unwrapInboundIn(data) else { return context.fireChannelRead(data) }
+        let persistence = Persistence(head)
+        unanswered.append(persistence)
+        if persistence == .closes { head.headers.replaceOrAdd(name: "connection", value: "close") }
+        context.fireChannelRead(wrapInboundOut(.head(head)))
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        // An interim answer (1xx) precedes the final one and says nothing about the connection.
+        guard case .head(var head) = unwrapOutboundIn(data), head.status.code >= 200,
+            let persistence = unanswered.popFirst()
+        else { return context.write(data, promise: promise) }
+        switch persistence {
+        case .closes:
+            head.headers.replaceOrAdd(name: "connection", value: "close")
+        case .keptAliveByAgreement:
+            if head.isKeepAlive { head.headers.replaceOrAdd(name: "connection", value: "keep-alive") }
+        case .persists:
+            break
+        }
+        context.write(wrapOutboundOut(.head(head)), promise: promise)
+    }
+}
