@@ -27,6 +27,14 @@ import Testing
         }
         #expect(F.ownLifetime(headers: ["cache-control": "max-age=99999999999999999999"], now: now) == 2_147_483_647)
         #expect(F.ownLifetime(headers: ["content-type": "image/png"], now: now) == nil)
+        // A private cache's lifetime: s-maxage binds shared caches only.
+        #expect(F.ownPrivateLifetime(headers: ["cache-control": "max-age=60, s-maxage=10"], now: now) == 60)
+        let aged = ["cache-control": "max-age=60, s-maxage=600", "age": "50"]
+        #expect(F.ownPrivateLifetime(headers: aged, now: now) == 10)
+        #expect(F.ownPrivateLifetime(headers: ["cache-control": "s-maxage=600"], now: now) == nil)
+        #expect(F.ownPrivateLifetime(headers: ["cache-control": "no-cache, s-maxage=600"], now: now) == 0)
+        let expiring = ["cache-control": "s-maxage=600", "expires": later, "date": date]
+        #expect(F.ownPrivateLifetime(headers: expiring, now: now) == 300)
     }
 
     /// Property: the reuse time is the stated lifetime clamped to the configured bounds, and an answer's max-age
@@ -57,6 +65,20 @@ import Testing
                 #expect(maxAge == configured, "seed \(seed): a source that states nothing does not cap the answer")
             }
             #expect(maxAge >= 0)
+            // With a lifetime of its own for private caches: max-age within it, s-maxage within the shared one.
+            let statedPrivate: Double? =
+                Bool.random(using: &generator) ? nil : Double(Int.random(in: 0...2000, using: &generator))
+            let split = policy.freshness(lifetime: stated, privateLifetime: statedPrivate, now: now)
+            #expect(split.reuseUntil == freshness.reuseUntil, "seed \(seed): the service's own reuse is the shared one")
+            let at = now.addingTimeInterval(elapsed)
+            let ages = FreshnessPolicy.answerAges(configured: configured, freshness: split, now: at)
+            let shared = ages.sharedMaxAge ?? ages.maxAge
+            #expect(ages.maxAge >= 0 && ages.maxAge <= configured && shared <= configured, "seed \(seed)")
+            if let bound = statedPrivate ?? stated {
+                #expect(Double(ages.maxAge) <= max(0, bound - elapsed), "seed \(seed)")
+            }
+            if let stated { #expect(Double(shared) <= max(0, stated - elapsed), "seed \(seed)") }
+            #expect(ages.sharedMaxAge != ages.maxAge, "seed \(seed): s-maxage is stated only when it differs")
         }
     }
 
@@ -126,5 +148,33 @@ import Testing
         #expect(maxAge.map { $0 <= 120 && $0 >= 110 } == true, "\(short.headers[.cacheControl] ?? "-")")
         let unstated = await fixture.get("/long.png")
         #expect(unstated.headers[.cacheControl] == "public, max-age=86400, stale-while-revalidate=86400")
+    }
+
+    /// A source that lets shared caches keep it longer than browsers (`s-maxage` beside `max-age`): the answer says
+    /// both, each within the source's own. Before, one `max-age` of the shared lifetime promised a browser 600 s of a
+    /// source it may keep 60 s.
+    @Test func browsersAndSharedCachesGetWhatTheSourceAllowsEach() async throws {
+        let image = try ServiceImages.png(width: 40, height: 40)
+        let fixture = try await ServiceFixture.start { request in
+            let control = request.path == "/split.png" ? "max-age=60, s-maxage=600" : "s-maxage=600"
+            return .respond(headers: [("Content-Type", "image/png"), ("Cache-Control", control)], body: image)
+        }
+        defer { Task { await fixture.stop() } }
+        for _ in 0..<2 {  // made, then from the cache
+            let split = await fixture.get("/split.png")
+            let fields = Dictionary(
+                (split.headers[.cacheControl] ?? "").split(separator: ",").compactMap { part in
+                    let pair = part.trimmingCharacters(in: .whitespaces).split(separator: "=")
+                    return pair.count == 2 ? (String(pair[0]), Int(pair[1]) ?? -1) : nil
+                }, uniquingKeysWith: { $1 })
+            #expect((50...60).contains(fields["max-age"] ?? -1), "\(split.headers[.cacheControl] ?? "-")")
+            #expect((590...600).contains(fields["s-maxage"] ?? -1), "\(split.headers[.cacheControl] ?? "-")")
+            #expect(fields["stale-while-revalidate"] == nil)
+        }
+        // Only s-maxage: a browser is promised no more than a shared cache, and nothing is said twice.
+        let shared = await fixture.get("/shared.png")
+        let control = shared.headers[.cacheControl] ?? "-"
+        #expect(!control.contains("s-maxage") && control.hasPrefix("public, max-age=59"), "\(control)")
+        #expect(fixture.origin.requests(to: "/split.png").count == 1)
     }
 }

@@ -202,7 +202,9 @@ extension ImageService {
     }
 
     /// `ETag`, `Last-Modified` (as ``StatedLastModified`` states it), `Vary`, and a `Cache-Control` whose `max-age`
-    /// is the configured one capped by what is left of the source's own lifetime (`stale-while-revalidate` only when
+    /// is the configured one capped by what is left of the source's own lifetime (for a private cache; an `s-maxage`
+    /// when a shared cache's differs: ``FreshnessPolicy/answerAges(configured:freshness:now:)``);
+    /// `stale-while-revalidate` only when
     /// the source's lifetime did not cap it: a source that allows 60 s is not served stale for a day by the caches in
     /// front).
     private func headers(
@@ -211,10 +213,10 @@ extension ImageService {
         var headers: HTTPFields = [.eTag: etag]
         if shareable {
             let policy = configuration.cacheControl
-            let maxAge = FreshnessPolicy.answerMaxAge(
-                configured: policy.maxAge, sourceFreshUntil: freshness.sourceFreshUntil, now: Date())
-            var value = "public, max-age=\(maxAge)"
-            if maxAge >= policy.maxAge, policy.staleWhileRevalidate > 0 {
+            let ages = FreshnessPolicy.answerAges(configured: policy.maxAge, freshness: freshness, now: Date())
+            var value = "public, max-age=\(ages.maxAge)"
+            if let shared = ages.sharedMaxAge { value += ", s-maxage=\(shared)" }
+            if min(ages.maxAge, ages.sharedMaxAge ?? ages.maxAge) >= policy.maxAge, policy.staleWhileRevalidate > 0 {
                 value += ", stale-while-revalidate=\(policy.staleWhileRevalidate)"
             }
             headers[.cacheControl] = value

@@ -128,8 +128,13 @@ final class PipelineEngine: ServiceEngine {
                 let now = Date()
                 var record = stale.record
                 let headers = response?.headers ?? [:]
-                let stated = FreshnessPolicy.ownLifetime(headers: headers, now: now) ?? record.statedLifetime
-                record.freshness = freshness.freshness(lifetime: stated, now: now)
+                // A 304 that states a lifetime states both (its private one may be none); else the record's stand.
+                if let stated = FreshnessPolicy.ownLifetime(headers: headers, now: now) {
+                    record.statedLifetime = stated
+                    record.statedPrivateLifetime = FreshnessPolicy.ownPrivateLifetime(headers: headers, now: now)
+                }
+                record.freshness = freshness.freshness(
+                    lifetime: record.statedLifetime, privateLifetime: record.statedPrivateLifetime, now: now)
                 record.provenance = provenance
                 metrics.revalidated(changed: false)
                 store(stale.data, record: record, contentType: nil, key: key)
@@ -158,6 +163,7 @@ final class PipelineEngine: ServiceEngine {
         let response = loaded.response
         let control = response.cacheControl
         let stated = FreshnessPolicy.ownLifetime(headers: response.headers, now: now)
+        let statedPrivate = FreshnessPolicy.ownPrivateLifetime(headers: response.headers, now: now)
         let data = loaded.data
         var validator = ServiceKeys.responseValidator(etag: response.etag, lastModified: response.lastModified)
         if validator == nil {
@@ -165,7 +171,9 @@ final class PipelineEngine: ServiceEngine {
         }
         let sourceValidator = validator ?? ""
         let record = EntryRecord(
-            provenance: provenance, freshness: freshness.freshness(lifetime: stated, now: now), statedLifetime: stated,
+            provenance: provenance,
+            freshness: freshness.freshness(lifetime: stated, privateLifetime: statedPrivate, now: now),
+            statedLifetime: stated, statedPrivateLifetime: statedPrivate,
             sourceValidator: sourceValidator, etag: response.etag, lastModified: response.lastModified)
         return SourceEntry(
             data: loaded.data, record: record, isShareable: !control.noStore && !control.isPrivate, level: nil)

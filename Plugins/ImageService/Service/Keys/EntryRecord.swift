@@ -17,6 +17,9 @@ struct EntryRecord: Sendable, Equatable, Codable {
     var freshness: SourceFreshness
     /// The lifetime the source stated itself, seconds (nil: none); a 304 that states none keeps it.
     var statedLifetime: Double?
+    /// The lifetime it stated for a private cache (``FreshnessPolicy/ownPrivateLifetime(headers:now:)``), kept with
+    /// ``statedLifetime``.
+    var statedPrivateLifetime: Double?
     /// The source's validator (`etag:…`, `lm:…` or `sha256:…`).
     var sourceValidator: String
     /// The source's `ETag` and `Last-Modified`, sent back when revalidating (sources only).
