@@ -65,6 +65,10 @@ let package = Package(
         .target(
             name: "CPNGShim", dependencies: ["CPNG", "CDeflate"], path: "Plugins/CPNGShim",
             linkerSettings: [.linkedLibrary("z")]),
+        // zlib: HTTPLoader removes a body's gzip or deflate coding with it (AsyncHTTPClient needs it already).
+        .systemLibrary(
+            name: "CZlib", path: "Plugins/CZlib",
+            providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(
             name: "CWebP", path: "Plugins/CWebP", pkgConfig: "libwebp",
             providers: [.apt(["libwebp-dev"])]),
@@ -131,6 +135,7 @@ let package = Package(
             name: "HTTPLoader",
             dependencies: [
                 "ImageCore",
+                "CZlib",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -239,7 +244,7 @@ let package = Package(
             name: "HTTPLoaderTests",
             dependencies: [
                 // DiskCache: ImageErrorCodeTests raises every ImageError code, cacheFailure from a disk store.
-                "HTTPLoader", "ImageTestSupport", "HTTPTestSupport", "PNGCoder", "DiskCache",
+                "HTTPLoader", "ImageTestSupport", "HTTPTestSupport", "PNGCoder", "DiskCache", "CZlib",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

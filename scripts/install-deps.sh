@@ -27,7 +27,7 @@ ensure_index() {
 
 # Debian names libjpeg-turbo's dev package libjpeg62-turbo-dev; Ubuntu names it libjpeg-turbo8-dev.
 # publicsuffix: the public-suffix list HTTPLoader's cookie jar refuses cookie domains by (a small bundled list otherwise).
-packages=(pkg-config libpng-dev libdeflate-dev libwebp-dev libgif-dev libturbojpeg0-dev libavif-dev libheif-dev liblcms2-dev publicsuffix)
+packages=(pkg-config zlib1g-dev libpng-dev libdeflate-dev libwebp-dev libgif-dev libturbojpeg0-dev libavif-dev libheif-dev liblcms2-dev publicsuffix)
 packages+=(libjxl-dev)   # JXLCoder (libjxl 0.7 on Debian 12)
 if installed libjpeg62-turbo-dev || installed libjpeg-turbo8-dev; then
     :

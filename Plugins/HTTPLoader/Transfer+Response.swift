@@ -71,13 +71,20 @@ extension Transfer {
             }
             response = modified
         }
-        let sharedError = loader.responseValidator.error(for: response)?.attaching(response: response)
+        // The body's coding is a fact of the wire, whatever a modifier made of the response.
+        let coding = ContentCoding.codings(head.headers[canonicalForm: "content-encoding"].joined(separator: ","))
+        var sharedError = loader.responseValidator.error(for: response)?.attaching(response: response)
+        if sharedError == nil, case .failure(let refusal) = coding, status != 304 {
+            sharedError = refusal.attaching(response: response)
+        }
+        let codings = (try? coding.get()) ?? []
         let maximum = loader.transferRules.maximumResponseSize
         func apply(
             _ inner: inout Inner, _ verdicts: [UInt64: Result<ResponseMetadata, ImageError>]
         ) -> (TransferStateMachine.Verdict, [Delivery]?, Settlement?) {
             let verdict = inner.machine.responseArrived(
                 response, wireLength: wireLength, sharedError: sharedError, verdicts: verdicts)
+            inner.codings = codings
             if verdict.refusal == nil, let length = wireLength, inner.body.isEmpty {
                 inner.body.reserveCapacity(min(length, maximum))
             }
@@ -158,7 +165,8 @@ extension Transfer {
             case .keepAndFlushLater(let delay): outcome.flushAfter = delay
             default: break
             }
-            if inner.machine.pendingHeaderChecks > 0 {
+            // A coded body's prefix is not the image's: its header checks run on the decoded body at the end.
+            if inner.machine.pendingHeaderChecks > 0, inner.codings.isEmpty {
                 var checks: [UInt64: DownloadHeaderCheck] = [:]
                 for subscriber in inner.machine.subscribers where subscriber.awaitsHeaderCheck {
                     checks[subscriber.id] = inner.callers[subscriber.id]?.headerCheck
@@ -220,7 +228,9 @@ extension Transfer {
 
     /// The deliveries of `report`: every listener's callback, the bytes so far for progressive ones.
     private static func progress(_ report: TransferStateMachine.ProgressReport, inner: Inner) -> [Delivery] {
-        let partial = report.listeners.contains { $0.progressive } ? inner.body.prefix(report.received) : nil
+        let partial =
+            report.listeners.contains { $0.progressive } && inner.codings.isEmpty
+            ? inner.body.prefix(report.received) : nil
         return report.listeners.compactMap { listener in
             inner.callers[listener.id]?.progress.map { progress in
                 .progress(

@@ -54,8 +54,10 @@ final class Transfer: Sendable {
     enum Delivery: Sendable {
         case progress(@Sendable (LoadProgress) -> Void, LoadProgress)
         /// Personalized (the caller's response modifier, header check and decryptor) when it runs, outside locks.
+        /// `codings` is the body's content coding, removed once (``ContentCoding``) before the first completion runs.
         case completion(
-            Caller, Result<LoadedImageData, ImageError>, personal: ResponseMetadata?, headerCheck: DownloadHeaderCheck?)
+            Caller, Result<LoadedImageData, ImageError>, personal: ResponseMetadata?, headerCheck: DownloadHeaderCheck?,
+            codings: [ContentCoding] = [])
     }
 
     /// Callbacks waiting behind the one thread that runs them.
@@ -83,6 +85,9 @@ final class Transfer: Sendable {
         var deliveries = Deliveries()
         /// The URL AsyncHTTPClient visited last, when it follows redirects itself (a client given by the user).
         var lastVisited: URL?
+        /// The content coding of the final response's body: while it has one, nobody sees the bytes before they are
+        /// decoded whole (no header check on a prefix, no partial data for progressive decoding).
+        var codings: [ContentCoding] = []
     }
 
     /// What an ending needs done once the lock is released.
@@ -91,12 +96,16 @@ final class Transfer: Sendable {
         let task: HTTPClient.Task<Void>?
         /// Deliveries this thread claimed.
         let batch: [Delivery]?
+        /// True when the completions decode the body first: they run off the event loop.
+        var decodesBody = false
     }
 
     let id: UInt64
     let request: TransferRequest
     let loader: HTTPLoader
     let inner: Mutex<Inner>
+    /// The success with its content coding removed, made by the first completion that needs it.
+    private let decoded = Mutex<Result<LoadedImageData, ImageError>?>(nil)
 
     init(id: UInt64, request: TransferRequest, loader: HTTPLoader) {
         self.id = id
@@ -302,6 +311,7 @@ final class Transfer: Sendable {
     static func settle(_ ending: TransferStateMachine.Ending, _ inner: inout Inner) -> Settlement {
         var batch: [Delivery] = []
         let data = inner.body
+        let codings = ending.result.isSuccess ? inner.codings : []
         if case .success = ending.result {
             inner.body = Data()
             if let report = ending.finalReport {
@@ -312,7 +322,7 @@ final class Transfer: Sendable {
                             progress,
                             LoadProgress(
                                 receivedBytes: report.received, expectedBytes: report.expected,
-                                partialData: listener.progressive ? data : nil)))
+                                partialData: listener.progressive && codings.isEmpty ? data : nil)))
                 }
             }
         }
@@ -322,10 +332,12 @@ final class Transfer: Sendable {
             batch.append(
                 .completion(
                     caller, result, personal: subscriber.personalResponse,
-                    headerCheck: subscriber.awaitsHeaderCheck ? caller.headerCheck : nil))
+                    headerCheck: subscriber.awaitsHeaderCheck ? caller.headerCheck : nil, codings: codings))
         }
-        return Settlement(
+        var settlement = Settlement(
             ending: ending, task: ending.cancelsTask ? inner.task : nil, batch: inner.deliveries.claim(batch))
+        settlement.decodesBody = !codings.isEmpty
+        return settlement
     }
 
     /// Outside the lock: reports the outcome, cancels the task, gives the slot back and runs the callbacks.
@@ -335,7 +347,8 @@ final class Transfer: Sendable {
         settlement.task?.cancel()
         loader.transferDone(self, leavesQueue: ending.leavesQueue, releasesSlot: ending.releasesSlot)
         guard let batch = settlement.batch else { return }
-        if inline && loader.callbackQueue == nil {
+        // Inflating a body is CPU work of up to the size limit: never on the event loop.
+        if inline && loader.callbackQueue == nil && !settlement.decodesBody {
             drain(batch)
         } else {
             drainLater(batch)
@@ -381,11 +394,33 @@ final class Transfer: Sendable {
         switch delivery {
         case .progress(let progress, let report):
             progress(report)
-        case .completion(let caller, let result, let personal, let headerCheck):
+        case .completion(let caller, let result, let personal, let headerCheck, let codings):
+            let result = codings.isEmpty ? result : decodedOnce(result, codings)
             caller.completion(
                 Self.personalize(
                     result, for: caller, personalResponse: personal, headerCheck: headerCheck,
                     acceptable: loader.responseValidator))
+        }
+    }
+
+    /// `result` with its body's content coding removed, once for every caller of the transfer.
+    private func decodedOnce(
+        _ result: Result<LoadedImageData, ImageError>, _ codings: [ContentCoding]
+    ) -> Result<LoadedImageData, ImageError> {
+        let limit = loader.transferRules.maximumResponseSize
+        return decoded.withLock { memo in
+            if let memo { return memo }
+            let made = result.flatMap { loaded -> Result<LoadedImageData, ImageError> in
+                do throws(ImageError) {
+                    var decoded = loaded
+                    decoded.data = try ContentCoding.decode(loaded.data, codings, limit: limit)
+                    return .success(decoded)
+                } catch {
+                    return .failure(error.attaching(response: loaded.response))
+                }
+            }
+            memo = made
+            return made
         }
     }
 }
