@@ -77,9 +77,10 @@ private enum Inflation {
         var output = Data()
         var chunk = [UInt8](repeating: 0, count: 64 << 10)
         let stop: Stop? = input.withUnsafeBytes { raw -> Stop? in
-            guard let base = raw.bindMemory(to: Bytef.self).baseAddress, raw.count <= Int(UInt32.max) else {
+            guard let base = raw.bindMemory(to: Bytef.self).baseAddress else {
                 return .failed("the \(coding) body is empty")
             }
+            guard raw.count <= Int(uInt.max) else { return .tooLarge }
             stream.next_in = UnsafeMutablePointer(mutating: base)
             stream.avail_in = uInt(raw.count)
             defer { stream.next_in = nil }
@@ -95,8 +96,10 @@ private enum Inflation {
                 output.append(contentsOf: chunk[0..<produced])
                 switch status {
                 case Z_STREAM_END:
-                    // A gzip body may hold several members (RFC 1952 §2.2): go on with the next one.
-                    guard stream.avail_in > 0, windowBits > 15 else { return nil }
+                    // A gzip body may hold several members (RFC 1952 §2.2): go on with the next one. Bytes after the
+                    // last member that start no other (padding) are ignored, as gzip(1) and browsers do.
+                    guard stream.avail_in >= 2, windowBits > 15, stream.next_in[0] == 0x1F, stream.next_in[1] == 0x8B
+                    else { return nil }
                     guard inflateReset(&stream) == Z_OK else {
                         return .failed("the \(coding) decoder could not restart")
                     }

@@ -71,10 +71,14 @@ extension Transfer {
             }
             response = modified
         }
-        // The body's coding is a fact of the wire, whatever a modifier made of the response.
-        let coding = ContentCoding.codings(head.headers[canonicalForm: "content-encoding"].joined(separator: ","))
+        // The body's coding is a fact of the wire, whatever a modifier made of the response. Only a 2xx body is an
+        // image: the body of a 3xx a caller takes as an answer (to follow it itself) is never read.
+        let coding =
+            (200..<300).contains(status)
+            ? ContentCoding.codings(head.headers[canonicalForm: "content-encoding"].joined(separator: ","))
+            : .success([])
         var sharedError = loader.responseValidator.error(for: response)?.attaching(response: response)
-        if sharedError == nil, case .failure(let refusal) = coding, status != 304 {
+        if sharedError == nil, case .failure(let refusal) = coding {
             sharedError = refusal.attaching(response: response)
         }
         let codings = (try? coding.get()) ?? []

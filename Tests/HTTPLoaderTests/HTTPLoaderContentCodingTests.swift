@@ -23,6 +23,7 @@ import Testing
             "/two.png": ("deflate, gzip", Coding.gzip(Coding.zlib(body))),
             "/identity.png": ("identity", body),
             "/members.png": ("gzip", Coding.gzip(Array(body[0..<1000])) + Coding.gzip(Array(body[1000...]))),
+            "/padded.png": ("gzip", Coding.gzip(body) + [0, 0, 0, 0]),
         ]
         try await withServer(script: { request in
             let (coding, sent) = cases[request.path]!
@@ -66,6 +67,26 @@ import Testing
                 #expect(error.code == code && error.stage == .download, "\(path): \(error)")
                 #expect(error.response?.statusCode == 200, "\(path): the response is attached")
             }
+        }
+    }
+
+    /// A 3xx taken as an answer (the ImageService follows redirects itself) is never an image: its body's coding,
+    /// whatever it is, is left alone.
+    @Test func onlyAnImageBodyIsDecoded() async throws {
+        try await withServer(
+            loader: {
+                $0.maximumRedirects = 0
+                $0.acceptableStatusCodes.insert(302)
+            },
+            script: { _ in
+                .respond(
+                    status: .found, headers: [("Location", "/elsewhere.png"), ("Content-Encoding", "br")],
+                    body: Array("not brotli".utf8))
+            }
+        ) { server, loader in
+            let loaded = try #require(await load(loader, server.url("/moved.png")))
+            #expect(loaded.value?.response.statusCode == 302, "\(loaded.error.map { "\($0)" } ?? "")")
+            #expect(loaded.value?.data == Data("not brotli".utf8))
         }
     }
 
