@@ -194,6 +194,16 @@ import Testing
         #expect(N.encoding(accept: "image/avif,image/webp", canEncodeAVIF: false) == .format(.webp))
         #expect(N.encoding(accept: "image/*,*/*", canEncodeAVIF: true) == .jpegOrPNG)
         #expect(N.encoding(accept: nil, canEncodeAVIF: true) == .jpegOrPNG)
+        // A client that takes only one of JPEG and PNG gets that one (before: JPEG for any opaque image).
+        #expect(N.encoding(accept: "image/png", canEncodeAVIF: true) == .format(.png))
+        #expect(N.encoding(accept: "image/png, image/*;q=0", canEncodeAVIF: true) == .format(.png))
+        #expect(N.encoding(accept: "image/jpeg", canEncodeAVIF: true) == .format(.jpeg))
+        #expect(N.encoding(accept: "image/jpg, image/png;q=0", canEncodeAVIF: true) == .format(.jpeg))
+        #expect(N.encoding(accept: "image/png, image/jpeg;q=0.5", canEncodeAVIF: true) == .jpegOrPNG)
+        #expect(N.encoding(accept: "image/png, */*;q=0.1", canEncodeAVIF: true) == .jpegOrPNG)
+        #expect(N.encoding(accept: "image/*, image/jpeg;q=0", canEncodeAVIF: true) == .format(.png))
+        #expect(N.encoding(accept: "text/html", canEncodeAVIF: true) == .jpegOrPNG)
+        #expect(N.encoding(accept: "image/avif", canEncodeAVIF: false) == .jpegOrPNG)
         #expect(FormatRequest.source.encoding(accept: "image/webp", canEncodeAVIF: true) == .source)
     }
 

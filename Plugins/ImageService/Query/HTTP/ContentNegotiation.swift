@@ -94,10 +94,32 @@ public enum FormatRequest: Hashable, Sendable {
 /// Picks the thumbnail's format from the client's `Accept` header.
 public enum ContentNegotiation {
     /// The best encoding the client accepts: AVIF when `accept` lists `image/avif` with a non-zero quality and
-    /// `canEncodeAVIF`, else WebP likewise, else JPEG/PNG.
+    /// `canEncodeAVIF`, else WebP likewise, else JPEG/PNG by the image, or the one of the two the client takes when
+    /// it takes only one (`Accept: image/png` got JPEG for an opaque image). A client that takes neither gets JPEG/PNG
+    /// (RFC 9110 §12.5.1 lets a server disregard an `Accept` it cannot satisfy).
     public static func encoding(accept: String?, canEncodeAVIF: Bool) -> OutputEncoding {
         if canEncodeAVIF, accepts("image/avif", in: accept) { return .format(.avif) }
-        return accepts("image/webp", in: accept) ? .format(.webp) : .jpegOrPNG
+        if accepts("image/webp", in: accept) { return .format(.webp) }
+        let jpeg = admits(["image/jpeg", "image/jpg"], in: accept)
+        let png = admits(["image/png"], in: accept)
+        if png && !jpeg { return .format(.png) }
+        if jpeg && !png { return .format(.jpeg) }
+        return .jpegOrPNG
+    }
+
+    /// True when `accept` admits one of `mimeTypes` (aliases of one type): listed with a non-zero quality, or not
+    /// listed and covered by `image/*` or `*/*` with one; true without an `Accept` header.
+    static func admits(_ mimeTypes: [String], in accept: String?) -> Bool {
+        guard let accept else { return true }
+        var wildcard = false
+        for range in accept.split(separator: ",") {
+            let parts = range.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            guard let type = parts.first else { continue }
+            let quality = parts.dropFirst().first { $0.hasPrefix("q=") }.flatMap { Double($0.dropFirst(2)) } ?? 1
+            if mimeTypes.contains(type) { return quality > 0 }
+            if type == "image/*" || type == "*/*" { wildcard = wildcard || quality > 0 }
+        }
+        return wildcard
     }
 
     /// True when `accept` lists `mimeType` with a non-zero quality.
