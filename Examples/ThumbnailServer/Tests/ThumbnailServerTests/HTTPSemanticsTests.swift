@@ -60,6 +60,9 @@ import Testing
             ("GET /health HTTP/1.1\r\nHost: x\r\nConnection: Close\r\n\r\n", false),
             ("GET /health HTTP/1.1\r\nHost: x\r\nConnection: keep-alive, close\r\n\r\n", false),
             ("GET /nowhere HTTP/1.0\r\n\r\n", false),
+            // After an upgrade the decoder reads nothing more: the next request on it was swallowed.
+            ("GET /health HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\n\r\n", false),
+            ("CONNECT x:1 HTTP/1.1\r\nHost: x:1\r\n\r\n", false),
             ("GET /health HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n", true),
             ("GET /health HTTP/1.1\r\nHost: x\r\n\r\n", true),
         ])

@@ -11,7 +11,8 @@ import NIOHTTP1
 /// between NIO's HTTP/1 codec and the HTTP Types one, where the version is still known: a request that does not
 /// persist reaches Hummingbird with `Connection: close` (so it closes after the answer), and its answer says
 /// `Connection: close`; an HTTP/1.0 request that asked for `keep-alive` gets `Connection: keep-alive` on its answer
-/// (without it, such a client takes the connection as closing). Event-loop confined.
+/// (without it, such a client takes the connection as closing). A request after which NIO's decoder reads no other
+/// (``Persistence/endsParsing(_:)``) closes its connection too. Event-loop confined.
 final class ConnectionPersistence: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart
@@ -28,13 +29,24 @@ final class ConnectionPersistence: ChannelDuplexHandler, RemovableChannelHandler
         case persists
 
         init(_ head: HTTPRequestHead) {
-            if !head.isKeepAlive {
+            if !head.isKeepAlive || Self.endsParsing(head) {
                 self = .closes
             } else if head.version.major == 1, head.version.minor == 0 {
                 self = .keptAliveByAgreement
             } else {
                 self = .persists
             }
+        }
+
+        /// True for a request after which NIO's HTTP/1 decoder reads no further request: `CONNECT`, or an upgrade
+        /// (`Upgrade` with `Connection: upgrade`, as `curl --http2` sends for `h2c`), which the server answers as
+        /// plain HTTP/1.1 (RFC 9110 §7.8 lets it ignore the upgrade) while the decoder waits for a protocol switch
+        /// that never comes. Kept open, such a connection swallowed the client's next request until the header
+        /// timeout; it closes after the answer instead, and the client opens another.
+        static func endsParsing(_ head: HTTPRequestHead) -> Bool {
+            if head.method == .CONNECT { return true }
+            guard head.headers.contains(name: "upgrade") else { return false }
+            return head.headers[canonicalForm: "connection"].contains { $0.lowercased() == "upgrade" }
         }
     }
 
