@@ -91,6 +91,24 @@ import Testing
         }
     }
 
+    /// RFC 9112 §3.2: an HTTP/1.1 request without a `Host`, or with two, gets 400 and the connection closes (before,
+    /// it was served). HTTP/1.0 needs none.
+    @Test func anHTTP11RequestNamesItsHostOnce() async throws {
+        try await Live.withServer { _, base in
+            let port = try #require(Int(base.split(separator: ":").last ?? ""))
+            let requests = [
+                "GET /health HTTP/1.1\r\n\r\n", "GET /health HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+                "GET /health HTTP/1.0\r\n\r\n",
+            ]
+            let answers = try await Self.offThePool {
+                try requests.map { try Raw.exchange(port: port, $0) }
+            }
+            #expect(answers[0].hasPrefix("HTTP/1.1 400"), "\(answers[0].prefix(80))")
+            #expect(answers[1].hasPrefix("HTTP/1.1 400"), "\(answers[1].prefix(80))")
+            #expect(answers[2].hasPrefix("HTTP/1.1 200"), "\(answers[2].prefix(80))")
+        }
+    }
+
     private static func offThePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }

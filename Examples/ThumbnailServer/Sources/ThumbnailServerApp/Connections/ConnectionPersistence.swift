@@ -12,7 +12,8 @@ import NIOHTTP1
 /// persist reaches Hummingbird with `Connection: close` (so it closes after the answer), and its answer says
 /// `Connection: close`; an HTTP/1.0 request that asked for `keep-alive` gets `Connection: keep-alive` on its answer
 /// (without it, such a client takes the connection as closing). A request after which NIO's decoder reads no other
-/// (``Persistence/endsParsing(_:)``) closes its connection too. Event-loop confined.
+/// (``Persistence/endsParsing(_:)``) closes its connection too, and an HTTP/1.1 request without exactly one `Host`
+/// is refused (400). Event-loop confined.
 final class ConnectionPersistence: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart
@@ -52,11 +53,20 @@ final class ConnectionPersistence: ChannelDuplexHandler, RemovableChannelHandler
 
     /// The requests read and not yet answered, oldest first (pipelined answers go out in request order).
     private var unanswered = CircularBuffer<Persistence>()
+    /// True once a request was refused: nothing read after it is passed on.
+    private var refused = false
 
     init() {}
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !refused else { return }
         guard case .head(var head) = unwrapInboundIn(data) else { return context.fireChannelRead(data) }
+        // RFC 9112 §3.2: an HTTP/1.1 request without a Host, or with more than one, gets 400. Hummingbird answers a
+        // parser error with 400 and closes; the request goes no further, nor does anything after it.
+        if head.version == .http1_1, head.headers["host"].count != 1 {
+            refused = true
+            return context.fireErrorCaught(HTTPParserError.invalidHeaderToken)
+        }
         let persistence = Persistence(head)
         unanswered.append(persistence)
         if persistence == .closes { head.headers.replaceOrAdd(name: "connection", value: "close") }
