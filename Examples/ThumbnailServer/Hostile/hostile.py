@@ -8,6 +8,7 @@ Everything runs on 127.0.0.1: the server (started here with a soft file limit of
 origin (a threaded HTTP server in this process) and the attacking clients. Attacks, in order:
 
   half-sent     1,200 connections each sending part of a request head and nothing more (more than the soft limit)
+  old-clients   HTTP/1.0 clients and h2c-upgrading ones, each reading its answer to the connection's end
   pipelining    150 connections pipelining 20 requests each for a large cached thumbnail, never reading
   conditional   32 conditional requests (If-None-Match) for distinct 16 MiB sources, the queue full
   slow-hops     requests whose source is a chain of slow redirect hops, longer than the deadline
@@ -376,6 +377,34 @@ def half_sent(server, health):
     rss_check("half-sent", idle, peak)
 
 
+def old_clients(server, health, big):
+    """HTTP/1.0 clients (ApacheBench, old proxies) read an answer to the connection's end, and `curl --http2` asks for
+    an h2c upgrade before its next request on the connection: both used to wait for a timeout per answer."""
+    print("HTTP/1.0 and upgrading clients: 50 of each, reading to the connection's end", flush=True)
+    health.reset()
+    slowest = 0.0
+    answered = 0
+    requests = [f"GET {big} HTTP/1.0\r\n\r\n".encode()] * 50 + [
+        f"GET {big} HTTP/1.1\r\nHost: h\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\n"
+        "HTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n".encode()] * 50
+    for request in requests:
+        started = time.monotonic()
+        with socket.create_connection(("127.0.0.1", server.port), timeout=HEADER_TIMEOUT + 3) as s:
+            s.sendall(request)
+            received = b""
+            try:
+                while chunk := s.recv(65536):
+                    received += chunk
+            except socket.timeout:
+                pass
+        slowest = max(slowest, time.monotonic() - started)
+        answered += received.startswith(b"HTTP/1.1 200")
+    ok = answered == len(requests) and slowest < 0.75 * HEADER_TIMEOUT
+    check("old-clients: every answer ends its connection at once", ok,
+          f"{answered} of {len(requests)} answered 200, slowest read to the connection's end {slowest * 1000:.0f} ms")
+    health.report("old-clients")
+
+
 def pipelining(server, health, big):
     print("non-reading pipelining clients: 150 connections x 20 requests for a large thumbnail", flush=True)
     status, _, body = server.get(big)
@@ -585,6 +614,7 @@ def main():
     health = HealthWatch(server)
     try:
         half_sent(server, health)
+        old_clients(server, health, big)
         held = pipelining(server, health, big)
         for s in held:
             s.close()
