@@ -153,9 +153,11 @@ public struct HTTPTransferRate: Sendable, Hashable {
     }
 }
 
-/// Retry with exponential back-off for 5xx answers and connection failures, before any body byte arrived.
+/// Retry with exponential back-off for 5xx, 408 and 429 answers and connection failures, before any body byte
+/// arrived. An answer's `Retry-After` is the least wait before its retry; one longer than ``maxDelay`` ends the
+/// transfer with that answer at once.
 ///
-/// Timeouts, 4xx, cancellation, size and content-type failures are never retried.
+/// Timeouts, other 4xx, cancellation, size and content-type failures are never retried.
 public struct HTTPRetryPolicy: Sendable, Hashable {
     /// Attempts in all, the first included (default 3).
     public var maxAttempts: Int

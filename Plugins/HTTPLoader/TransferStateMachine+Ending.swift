@@ -39,20 +39,40 @@ extension TransferStateMachine {
     }
 
     /// The current hop's task failed with `error` (already mapped to an ``ImageError``); `jitter` (0.8…1.2)
-    /// spreads retries.
-    mutating func hopFailed(_ error: ImageError, jitter: Double = 1) -> HopEndAction {
+    /// spreads retries; `now` dates a `Retry-After` that is a date when its answer has no `Date`.
+    ///
+    /// An answer's `Retry-After` (RFC 9110 §10.2.3) is the least wait before its retry; one longer than the policy's
+    /// `maxDelay` ends the transfer with the answer instead (retrying sooner ignores the origin, waiting holds the
+    /// load longer than its owner allowed).
+    mutating func hopFailed(_ error: ImageError, jitter: Double = 1, now: Date = Date()) -> HopEndAction {
         taskActive = false
         guard state != .finished else { return releaseOwedSlot() }
         let error = abortError ?? error
         if let policy = rules.retry, attempt < policy.maxAttempts, abortError == nil, receivedBytes == 0,
             Self.isRetryable(error)
         {
+            var delay = policy.delay(beforeRetry: attempt, jitter: jitter)
+            if let asked = error.response.flatMap({ Self.retryAfter($0.headers, now: now) }) {
+                guard asked <= policy.maxDelay else { return .end(end(.failure(error))) }
+                delay = max(delay, asked)
+            }
             let next = attempt + 1
             state = .waitingToRetry(attempt: next)
-            let delay = policy.delay(beforeRetry: attempt, jitter: jitter)
             return .retry(attempt: next, afterNanoseconds: UInt64(min(max(0, delay), 1e9) * 1e9), error: error)
         }
         return .end(end(.failure(error)))
+    }
+
+    /// The seconds an answer's `Retry-After` asks for: delay-seconds, or an HTTP-date less the answer's `Date` (else
+    /// `now`); nil when it has none or it is neither.
+    static func retryAfter(_ headers: [String: String], now: Date) -> Double? {
+        guard let value = headers["retry-after"]?.trimmingCharacters(in: .whitespaces), !value.isEmpty else {
+            return nil
+        }
+        if value.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) { return Double(value.prefix(12)) }
+        guard let date = HTTPDateFormat.parse(value) else { return nil }
+        let sent = headers["date"].flatMap(HTTPDateFormat.parse) ?? now
+        return max(0, date.timeIntervalSince(sent))
     }
 
     /// A retry's back-off passed: send the attempt again from the first hop, or nothing when it ended meanwhile.
@@ -128,11 +148,13 @@ extension TransferStateMachine {
 
     // MARK: Rules
 
-    /// True for failures a retry may fix: 5xx answers and connection-level errors (not timeouts, not
-    /// cancellation, not the loader's own refusals).
+    /// True for failures a retry may fix: 5xx answers, 408 and 429 (the origin asks to be asked again later), and
+    /// connection-level errors (not timeouts, not cancellation, not the loader's own refusals).
     static func isRetryable(_ error: ImageError) -> Bool {
-        (error.code == .invalidDownloadStatusCode && (error.statusCode ?? 0) >= 500)
-            || HTTPErrorMapping.isRetryableTransportError(error)
+        guard error.code == .invalidDownloadStatusCode, let status = error.statusCode else {
+            return HTTPErrorMapping.isRetryableTransportError(error)
+        }
+        return status >= 500 || status == 408 || status == 429
     }
 
     static func paceError(_ verdict: TransferPace.Verdict) -> ImageError? {

@@ -86,6 +86,31 @@ import Testing
         }
     }
 
+    /// A 429 with `Retry-After: 1` is retried after a second, not after the back-off's 10 ms; one that asks for an
+    /// hour fails at once with its answer.
+    @Test func retryAfterIsHonoured() async throws {
+        let body = Self.image
+        try await withServer(
+            loader: { $0.retry = HTTPRetryPolicy(maxAttempts: 3, baseDelay: 0.01, maxDelay: 5) },
+            script: { request in
+                if request.path == "/later" {
+                    return .respond(status: .tooManyRequests, headers: [("Retry-After", "3600")])
+                }
+                return request.index == 0
+                    ? .respond(status: .tooManyRequests, headers: [("Retry-After", "1")])
+                    : .respond(headers: [("Content-Type", "image/png")], body: body)
+            }
+        ) { server, loader in
+            let start = ContinuousClock.now
+            let loaded = try #require(try await load(loader, server.url("/limited"))?.get())
+            #expect(loaded.data == Data(body))
+            #expect(ContinuousClock.now - start >= .milliseconds(950))
+            #expect(server.requests(to: "/limited").count == 2)
+            let refused = try #require(await load(loader, server.url("/later"))?.error)
+            #expect(refused.statusCode == 429 && server.requests(to: "/later").count == 1)
+        }
+    }
+
     @Test func revalidationSendsValidatorsAndMapsNotModified() async throws {
         let fresh = pngLikeBytes(count: 500, seed: 9)
         try await withServer(script: { request in

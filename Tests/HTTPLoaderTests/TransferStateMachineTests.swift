@@ -286,6 +286,47 @@ import Testing
         guard case .end = streamed.hopFailed(transport) else { return miss("retried after the body") }
     }
 
+    /// An origin that asks to be asked later (429, 408, or 503 with `Retry-After`) is retried no sooner than it
+    /// asked; one that asks for longer than the policy's `maxDelay` is not retried at all. Before, 429 was never
+    /// retried and `Retry-After: 3600` got a retry 0.2 s later.
+    @Test func retryAfterIsTheLeastWaitAndA429IsRetried() throws {
+        let policy = HTTPRetryPolicy(maxAttempts: 3, baseDelay: 0.2, maxDelay: 5)
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        func answer(_ status: Int, _ headers: [String: String]) -> ImageError {
+            ImageError.invalidDownloadStatusCode(status).attaching(
+                response: ResponseMetadata(statusCode: status, headers: headers))
+        }
+        let date = HTTPDateFormat.format(now)
+        let cases: [(ImageError, UInt64?)] = [
+            (answer(429, [:]), 200_000_000),
+            (answer(408, [:]), 200_000_000),
+            (answer(503, ["retry-after": "2"]), 2_000_000_000),
+            (answer(429, ["retry-after": "0"]), 200_000_000),
+            (answer(503, ["retry-after": HTTPDateFormat.format(now + 3), "date": date]), 3_000_000_000),
+            (answer(503, ["retry-after": HTTPDateFormat.format(now + 4)]), 4_000_000_000),
+            (answer(503, ["retry-after": HTTPDateFormat.format(now - 60), "date": date]), 200_000_000),
+            (answer(503, ["retry-after": "not a date"]), 200_000_000),
+            (answer(429, ["retry-after": "3600"]), nil),
+            (answer(503, ["retry-after": "99999999999999999999999"]), nil),
+            (answer(503, ["retry-after": HTTPDateFormat.format(now + 60), "date": date]), nil),
+            (answer(404, ["retry-after": "1"]), nil),
+        ]
+        for (error, expected) in cases {
+            var machine = Self.machine { $0.retry = policy }
+            _ = try #require(Self.running(&machine))
+            let action = machine.hopFailed(error, jitter: 1, now: now)
+            let label = "\(error.statusCode ?? 0) \(error.response?.headers ?? [:])"
+            switch (action, expected) {
+            case (.retry(2, let delay, let carried), let expected?):
+                #expect(delay == expected && carried.statusCode == error.statusCode, "\(label): \(delay)")
+            case (.end(let ending), nil):
+                #expect(ending.result.error?.statusCode == error.statusCode, "\(label)")
+            default:
+                Issue.record("\(label): \(action)")
+            }
+        }
+    }
+
     // MARK: Deadline
 
     @Test func theDeadlineFailsTheRunningTaskAndItsEndCarriesTheTimeout() throws {
