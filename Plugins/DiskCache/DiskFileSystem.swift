@@ -135,10 +135,11 @@ struct DiskFileSystem: Sendable {
         throw failure(.mkdir, path)
     }
 
-    /// Opens `path` for reading; nil when it does not exist.
+    /// Opens `path` for reading; nil when it does not exist. Non-blocking: a FIFO in an entry's place would wait for
+    /// a writer forever before the reader could see it is no regular file; a regular file reads the same.
     func openForReading(_ path: String) throws -> Int32? {
         try check(.open, path)
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         if fd >= 0 { return fd }
         if errno == ENOENT || errno == ENOTDIR { return nil }
         throw failure(.open, path)
@@ -148,7 +149,7 @@ struct DiskFileSystem: Sendable {
     /// unless a fault is injected or the call fails.)
     func openForReading(_ path: UnsafePointer<CChar>) throws -> Int32? {
         if let faults { try faults.check(.open, String(cString: path)) }
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         if fd >= 0 { return fd }
         let code = errno
         if code == ENOENT || code == ENOTDIR { return nil }

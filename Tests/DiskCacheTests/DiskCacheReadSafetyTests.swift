@@ -248,4 +248,27 @@ struct DiskCacheReadSafetyTests {
         #expect(mixed == 0, "\(mixed) of \(hits) hits mixed two versions")
         #expect(hits > 300, "only \(hits) hits in 5 s: the race was hardly attacked")
     }
+
+    /// A FIFO where an entry's file is (another process's doing, or a damaged directory) is not an entry: before,
+    /// opening it waited for a writer forever and the read never ended. It is a miss at once, and removed.
+    @Test func aFIFOInPlaceOfAnEntryIsAMissAtOnce() throws {
+        let directory = CacheFixtures.temporaryDirectory("fifo")
+        defer { DiskTest.removeDirectory(directory) }
+        let cache = DiskTest.cache(directory)
+        try cache.storeData(CacheFixtures.bytes(count: 1000, seed: 3), metadata: CacheEntryMetadata(), forKey: "k")
+        let path = cache.fileURL(forKey: "k").path
+        try FileManager.default.removeItem(atPath: path)
+        try #require(mkfifo(path, 0o600) == 0)
+        let answer = Mutex<Result<DiskCacheEntry?, any Error>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            let result = Result { try cache.entry(forKey: "k") }
+            answer.withLock { $0 = result }
+            done.signal()
+        }
+        try #require(done.wait(timeout: .now() + 5) == .success, "the read of a FIFO did not end in 5 s")
+        let result = try #require(answer.withLock { $0 })
+        #expect(try result.get() == nil)
+        #expect(!FileManager.default.fileExists(atPath: path), "the FIFO is removed like any corrupt entry")
+    }
 }

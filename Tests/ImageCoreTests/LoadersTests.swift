@@ -101,4 +101,30 @@ import Testing
         }
         #expect(await load(loader, root).error?.code == .downloadFailed, "a directory is not a file")
     }
+
+    /// A FIFO under the root is not a file: before, opening it waited for a writer forever (the load never ended and
+    /// held a pool thread).
+    @Test func aFIFOFailsLikeAMissingFileAtOnce() async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("fifo-\(UUID())")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: root) }
+        let fifo = root.appendingPathComponent("pipe.timg")
+        try #require(mkfifo(fifo.path, 0o600) == 0)
+        let answered = Locked(false)
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<ImageError?, Never>) in
+            @Sendable func resume(_ error: ImageError?) {
+                if answered.withLock({ done in
+                    defer { done = true }; return !done
+                }) {
+                    continuation.resume(returning: error)
+                }
+            }
+            _ = FileLoader(rootDirectory: root).requestImage(
+                with: fifo, options: [], context: ImageContext(), progress: nil
+            ) { resume($0.error ?? ImageError(.badImageData, stage: .download, message: "the FIFO loaded")) }
+            DispatchQueue.global().asyncAfter(deadline: .now() + 5) { resume(nil) }
+        }
+        let error = try #require(result, "the load of a FIFO did not end in 5 s")
+        #expect(error.code == .downloadFailed && error.message?.hasPrefix("file not available") == true)
+    }
 }

@@ -53,7 +53,9 @@ public struct FileLoader: ImageLoader {
     ) -> Result<LoadedImageData, ImageError> {
         let unavailable = ImageError(.downloadFailed, stage: .download, message: "file not available: \(url.path)")
         guard let path = realPath(url.path), isInside(path, root: root) else { return .failure(unavailable) }
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        // Non-blocking: opening a FIFO for reading waits for a writer, forever, before fstat could refuse it (a
+        // load stuck, a pool thread held). A regular file reads the same either way.
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard descriptor >= 0 else { return .failure(unavailable) }
         defer { close(descriptor) }
         var info = stat()
