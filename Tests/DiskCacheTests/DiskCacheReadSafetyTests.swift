@@ -178,8 +178,8 @@ struct DiskCacheReadSafetyTests {
 
     /// Another writer rewrites the entry file of one key over and over with two versions of the same length,
     /// in 64 KiB chunks, truncating first or not, resting up to 1 ms between rewrites (so that reads both hit
-    /// whole versions and overlap rewrites), while this thread reads it (``readUntilEnoughHits(hits:_:)``); returns the hits that were
-    /// neither version, and the hits.
+    /// whole versions and overlap rewrites), while this thread reads it (``readUntilEnoughHits(hits:_:)``);
+    /// returns the hits that were neither version, and the hits.
     static func readWhileRewriting(verifiesChecksums: Bool, truncates: Bool) throws -> (mixed: Int, hits: Int) {
         let directory = CacheFixtures.temporaryDirectory("read")
         defer { DiskTest.removeDirectory(directory) }
