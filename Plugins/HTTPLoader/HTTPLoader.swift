@@ -121,7 +121,9 @@ public final class HTTPLoader: ImageLoader {
     /// - Parameters:
     ///   - configuration: Limits, headers, modifiers, retry, logging and metrics.
     ///   - client: An AsyncHTTPClient to use (its timeouts and redirect rules then apply, not the configuration's);
-    ///     nil creates an owned client on the shared NIO event loop group.
+    ///     nil creates an owned client on the shared NIO event loop group. Leave its `decompression` off (the
+    ///     default): the loader removes a `gzip` or `deflate` content coding itself, within its size limit, and
+    ///     would take a body the client already inflated for a coded one.
     public init(configuration: HTTPLoaderConfiguration = HTTPLoaderConfiguration(), client: HTTPClient? = nil) {
         self.configuration = configuration
         self.logger = configuration.logger
