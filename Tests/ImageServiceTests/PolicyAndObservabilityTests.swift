@@ -10,6 +10,19 @@ import Tracing
 /// The source policy judged on every answer, the gallery-oracle rule (nothing signs for a client), and what the
 /// service reports: spans per stage, metrics by name.
 @Suite struct PolicyAndObservabilityTests {
+    /// How a failed miss ends a fleet's lease: an origin that is only busy (408, 429, 5xx) leaves the fetch to one
+    /// waiting replica; before, a 429 marked the key "nothing to share" and sent every waiting replica to the
+    /// origin that had just asked for fewer requests.
+    @Test func aBusyOriginLeavesTheFetchToOneReplica() {
+        for status in [408, 429, 500, 503] {
+            #expect(missOutcome(of: ImageError.invalidDownloadStatusCode(status)) == .abandoned, "\(status)")
+        }
+        for status in [400, 401, 403, 404, 410] {
+            #expect(missOutcome(of: ImageError.invalidDownloadStatusCode(status)) == .notStored, "\(status)")
+        }
+        #expect(missOutcome(of: ImageError(.timedOut, stage: .download)) == .abandoned)
+    }
+
     /// Redirects that lead nowhere are the origin's fault, not a refusal: a loop, a 3xx without a usable `Location`,
     /// and more hops than allowed answer 502, as does a 206 with part of the image (none is cached: the fixed origin
     /// is asked again); a hop to a URL the source grammar refuses stays 403.
