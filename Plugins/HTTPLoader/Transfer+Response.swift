@@ -74,8 +74,8 @@ extension Transfer {
         // The body's coding is a fact of the wire, whatever a modifier made of the response. Only a 2xx body is an
         // image: the body of a 3xx a caller takes as an answer (to follow it itself) is never read.
         let coding =
-            (200..<300).contains(status)
-            ? ContentCoding.codings(head.headers[canonicalForm: "content-encoding"].joined(separator: ","))
+            (200..<300).contains(status) && head.headers.contains(name: "content-encoding")
+            ? ContentCoding.codings(head.headers["content-encoding"].joined(separator: ","))
             : .success([])
         var sharedError = loader.responseValidator.error(for: response)?.attaching(response: response)
         if sharedError == nil, case .failure(let refusal) = coding {

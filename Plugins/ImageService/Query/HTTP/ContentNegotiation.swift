@@ -112,10 +112,7 @@ public enum ContentNegotiation {
     static func admits(_ mimeTypes: [String], in accept: String?) -> Bool {
         guard let accept else { return true }
         var wildcard = false
-        for range in accept.split(separator: ",") {
-            let parts = range.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
-            guard let type = parts.first else { continue }
-            let quality = parts.dropFirst().first { $0.hasPrefix("q=") }.flatMap { Double($0.dropFirst(2)) } ?? 1
+        for (type, quality) in ranges(accept) {
             if mimeTypes.contains(type) { return quality > 0 }
             if type == "image/*" || type == "*/*" { wildcard = wildcard || quality > 0 }
         }
@@ -127,12 +124,16 @@ public enum ContentNegotiation {
     /// Only an explicit type counts: `image/*` and `*/*` are sent by clients that cannot decode WebP or AVIF.
     public static func accepts(_ mimeType: String, in accept: String?) -> Bool {
         guard let accept else { return false }
-        for range in accept.split(separator: ",") {
+        return ranges(accept).first { $0.type == mimeType }.map { $0.quality > 0 } ?? false
+    }
+
+    /// The media ranges of an `Accept` value, lower-cased, each with its quality (1 when it states none).
+    private static func ranges(_ accept: String) -> [(type: String, quality: Double)] {
+        accept.split(separator: ",").compactMap { range in
             let parts = range.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
-            guard parts.first == mimeType else { continue }
+            guard let type = parts.first else { return nil }
             let quality = parts.dropFirst().first { $0.hasPrefix("q=") }.flatMap { Double($0.dropFirst(2)) } ?? 1
-            return quality > 0
+            return (type, quality)
         }
-        return false
     }
 }
