@@ -61,7 +61,9 @@ struct LeaseLifecycleTests {
         let prefix = "lease-\(UUID().uuidString.prefix(8)):"
         let url = URL(string: "test://host/lease-\(UUID().uuidString).timg")!
         let image = TestCoder.data(width: 16, height: 12, colors: [RGBAColor(red: 90, green: 2, blue: 3)])
-        let holderLoader = ScriptedLoader(delay: 0.4)
+        // A cancelled holder is cancelled 150 ms after it took the lease: its fetch must still be running then, with
+        // room for a loaded machine (CI of 78e3c3c: 0.4 s was not, the holder stored first and served the waiter).
+        let holderLoader = ScriptedLoader(delay: outcome == .cancelled ? 2 : 0.4)
         let waiterLoader = ScriptedLoader()
         waiterLoader.set(.data(image, ResponseMetadata(url: url, statusCode: 200)), for: url)
         switch outcome {
