@@ -61,4 +61,27 @@ struct IncompleteSourceTests {
         #expect(fixture.counter("origin_requests_total") == 3)
         await fixture.stop()
     }
+
+    /// An origin that answers 200 with no bytes at all (a file being written, a proxy that cut the body) broke the
+    /// fetch: 502, as for any origin fault, and nothing kept. Before, it was 415, which blames the client's request.
+    @Test func anEmptySourceIsAnOriginFault() async throws {
+        let whole = try PerceptualAndPlaceholderTests.texturedPNG()
+        let served = Mutex<[UInt8]>([])
+        let fixture = try await ServiceFixture.start { _ in
+            .respond(
+                headers: [("Content-Type", "image/png"), ("Cache-Control", "max-age=3600")],
+                body: served.withLock { $0 })
+        }
+        for _ in 0..<2 {
+            let answer = await fixture.get("/empty", "w=120&format=png")
+            #expect(answer.status == .badGateway)
+            #expect(String(decoding: answer.body, as: UTF8.self).contains("empty body"))
+            #expect(answer.headers[.cacheControl] == "no-store")
+        }
+        #expect(fixture.counter("origin_requests_total") == 2, "nothing kept: each request asks the origin")
+        served.withLock { $0 = whole }
+        let healed = await fixture.get("/empty", "w=120&format=png")
+        #expect(healed.status == .ok)
+        await fixture.stop()
+    }
 }

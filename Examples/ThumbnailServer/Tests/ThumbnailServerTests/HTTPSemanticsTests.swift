@@ -109,6 +109,31 @@ import Testing
         }
     }
 
+    /// RFC 9112 §6.1: a request with a transfer coding the server does not implement (`gzip, chunked`) gets 501, and
+    /// `chunked` applied twice 400; either closes the connection. Before, NIO read such a body as merely chunked and
+    /// served the request. A refusal is answered in its turn: the pipelined request before it gets its own answer
+    /// first.
+    @Test func aTransferCodingItCannotReadIsRefused() async throws {
+        try await Live.withServer { _, base in
+            let port = try #require(Int(base.split(separator: ":").last ?? ""))
+            let good = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
+            let coded = "GET /health HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n"
+            let twice = "GET /health HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, chunked\r\n\r\n0\r\n\r\n"
+            let noHost = "GET /health HTTP/1.1\r\n\r\n"
+            let requests = [coded, twice, good + coded + good, good + noHost + good]
+            // Read to the connection's end: each must close after its refusal, within the 10 s `exchange` waits.
+            let answers = try await Self.offThePool { try requests.map { try Raw.exchange(port: port, $0) } }
+            #expect(answers[0].hasPrefix("HTTP/1.1 501"), "\(answers[0].prefix(80))")
+            #expect(answers[1].hasPrefix("HTTP/1.1 400"), "\(answers[1].prefix(80))")
+            for (answer, refusal) in [(answers[2], "501"), (answers[3], "400")] {
+                // A status line follows the previous answer's body directly (`ok` has no line end).
+                let statuses = answer.components(separatedBy: "HTTP/1.1 ").dropFirst().map { $0.prefix(3) }
+                #expect(statuses == ["200", refusal[...]], "\(answer)")
+                #expect(answer.lowercased().contains("connection: close"), "\(answer)")
+            }
+        }
+    }
+
     private static func offThePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }

@@ -18,8 +18,8 @@ import Synchronization
 /// With `validators`, the request is conditional (`If-None-Match`, `If-Modified-Since`) and a 304 is
 /// ``Outcome/notModified(_:provenance:)``.
 ///
-/// Errors: ``SourceRefusal`` for anything the policy refuses (403), ``OriginFault`` for redirects that lead nowhere
-/// and a name without addresses (502), the resolver's error for a name that does not resolve, and the SDK loader's
+/// Errors: ``SourceRefusal`` for anything the policy refuses (403), ``OriginFault`` for redirects that lead nowhere,
+/// an empty body and a name without addresses (502), the resolver's error for a name that does not resolve, and the SDK loader's
 /// ``ImageCore/ImageError`` for the transfer. Thread-safe.
 struct OriginFetcher: Sendable {
     /// What a fetch ended with.
@@ -62,6 +62,9 @@ struct OriginFetcher: Sendable {
                 return .notModified(error.response, provenance: provenance)
             }
             guard let status = loaded.response.statusCode, [301, 302, 303, 307, 308].contains(status) else {
+                // An origin that answers success with no bytes broke the fetch (a file being written, a truncating
+                // proxy): 502 like any origin fault, not 415 as if the client had sent something unusable.
+                guard !loaded.data.isEmpty else { throw OriginFault("an empty body") }
                 return .loaded(loaded, provenance: provenance)
             }
             guard hops.count <= maxRedirects else { throw OriginFault("more than \(maxRedirects) redirects") }
@@ -157,7 +160,7 @@ struct SourceRefusal: Error, CustomStringConvertible {
 }
 
 /// An origin that failed the fetch without a policy being involved: redirects that lead nowhere (no usable
-/// `Location`, a loop, more than the allowed hops) or a name with no address. Answered 502, as a transfer the origin
+/// `Location`, a loop, more than the allowed hops), an answer without a body, or a name with no address. Answered 502, as a transfer the origin
 /// broke is: the fault is upstream, and a fixed origin is fetched again (nothing is cached).
 struct OriginFault: Error, CustomStringConvertible {
     let description: String

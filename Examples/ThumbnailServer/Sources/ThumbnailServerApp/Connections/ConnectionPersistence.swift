@@ -12,8 +12,8 @@ import NIOHTTP1
 /// persist reaches Hummingbird with `Connection: close` (so it closes after the answer), and its answer says
 /// `Connection: close`; an HTTP/1.0 request that asked for `keep-alive` gets `Connection: keep-alive` on its answer
 /// (without it, such a client takes the connection as closing). A request after which NIO's decoder reads no other
-/// (``Persistence/endsParsing(_:)``) closes its connection too, and an HTTP/1.1 request without exactly one `Host`
-/// is refused (400). Event-loop confined.
+/// (``Persistence/endsParsing(_:)``) closes its connection too. A request it can't take (``Refusal``) is answered
+/// here, after the answers to the requests before it, and closes the connection. Event-loop confined.
 final class ConnectionPersistence: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart
@@ -51,21 +51,58 @@ final class ConnectionPersistence: ChannelDuplexHandler, RemovableChannelHandler
         }
     }
 
+    /// A request the server can't take as framed: it goes no further, nothing read after it is passed on, and it is
+    /// answered (after the answers owed before it) with ``status`` and `Connection: close`.
+    enum Refusal: Equatable {
+        /// RFC 9112 §3.2: an HTTP/1.1 request without a `Host`, or with more than one.
+        case hostNotOnce
+        /// RFC 9112 §6.1: a transfer coding other than `chunked` (`gzip, chunked`, say), which the server does not
+        /// implement, or `chunked` applied twice. NIO's decoder read such a body as merely chunked and the request
+        /// was served, so a proxy in front that reads it otherwise disagreed with us on where the request ended.
+        case transferCoding(notImplemented: Bool)
+
+        /// The refusal of `head`, if any.
+        init?(_ head: HTTPRequestHead) {
+            if head.version == .http1_1, head.headers["host"].count != 1 {
+                self = .hostNotOnce
+                return
+            }
+            let codings = head.headers[canonicalForm: "transfer-encoding"].map { $0.lowercased() }
+            if codings.contains(where: { $0 != "chunked" }) {
+                self = .transferCoding(notImplemented: true)
+            } else if codings.count > 1 {
+                self = .transferCoding(notImplemented: false)
+            } else {
+                return nil
+            }
+        }
+
+        var status: HTTPResponseStatus {
+            switch self {
+            case .hostNotOnce, .transferCoding(notImplemented: false): .badRequest
+            case .transferCoding(notImplemented: true): .notImplemented
+            }
+        }
+    }
+
     /// The requests read and not yet answered, oldest first (pipelined answers go out in request order).
     private var unanswered = CircularBuffer<Persistence>()
-    /// True once a request was refused: nothing read after it is passed on.
-    private var refused = false
+    /// True between an answer's head and its end.
+    private var answering = false
+    /// Set once a request was refused: nothing read after it is passed on, and it is answered once every request
+    /// before it was.
+    private var refusal: Refusal?
+    /// True once the refusal's answer was written.
+    private var refusalAnswered = false
 
     init() {}
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard !refused else { return }
+        guard refusal == nil else { return }
         guard case .head(var head) = unwrapInboundIn(data) else { return context.fireChannelRead(data) }
-        // RFC 9112 §3.2: an HTTP/1.1 request without a Host, or with more than one, gets 400. Hummingbird answers a
-        // parser error with 400 and closes; the request goes no further, nor does anything after it.
-        if head.version == .http1_1, head.headers["host"].count != 1 {
-            refused = true
-            return context.fireErrorCaught(HTTPParserError.invalidHeaderToken)
+        if let refused = Refusal(head) {
+            refusal = refused
+            return answerRefusalIfDue(context: context)
         }
         let persistence = Persistence(head)
         unanswered.append(persistence)
@@ -74,18 +111,38 @@ final class ConnectionPersistence: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        switch unwrapOutboundIn(data) {
         // An interim answer (1xx) precedes the final one and says nothing about the connection.
-        guard case .head(var head) = unwrapOutboundIn(data), head.status.code >= 200,
-            let persistence = unanswered.popFirst()
-        else { return context.write(data, promise: promise) }
-        switch persistence {
-        case .closes:
-            head.headers.replaceOrAdd(name: "connection", value: "close")
-        case .keptAliveByAgreement:
-            if head.isKeepAlive { head.headers.replaceOrAdd(name: "connection", value: "keep-alive") }
-        case .persists:
-            break
+        case .head(var head) where head.status.code >= 200:
+            guard let persistence = unanswered.popFirst() else { return context.write(data, promise: promise) }
+            answering = true
+            switch persistence {
+            case .closes:
+                head.headers.replaceOrAdd(name: "connection", value: "close")
+            case .keptAliveByAgreement:
+                if head.isKeepAlive { head.headers.replaceOrAdd(name: "connection", value: "keep-alive") }
+            case .persists:
+                break
+            }
+            context.write(wrapOutboundOut(.head(head)), promise: promise)
+        case .end:
+            answering = false
+            context.write(data, promise: promise)
+            answerRefusalIfDue(context: context)
+        default:
+            context.write(data, promise: promise)
         }
-        context.write(wrapOutboundOut(.head(head)), promise: promise)
+    }
+
+    /// Answers the refused request once nothing is owed before it, and closes the connection.
+    private func answerRefusalIfDue(context: ChannelHandlerContext) {
+        guard let refused = refusal, !refusalAnswered, unanswered.isEmpty, !answering else { return }
+        refusalAnswered = true
+        let head = HTTPResponseHead(
+            version: .http1_1, status: refused.status,
+            headers: ["connection": "close", "content-length": "0", "cache-control": "no-store"])
+        context.write(wrapOutboundOut(.head(head)), promise: nil)
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
     }
 }
