@@ -280,7 +280,7 @@ let package = Package(
             name: "ImageServiceTests",
             dependencies: [
                 "ImageService", "ImageServiceQuery", "ImageTestSupport", "HTTPTestSupport", "PNGCoder", "JPEGCoder",
-                "JXLCoder",
+                "JXLCoder", "ColorManagement",
                 "ImageTransformers",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

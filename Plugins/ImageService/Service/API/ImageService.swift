@@ -52,6 +52,10 @@ public final class ImageService: Sendable {
 
     /// Builds the service: coders, caches, origin clients, the worker pool.
     ///
+    /// The service uses its own `CodersManager`, never the shared one. It needs a colour converter and a perceptual
+    /// metric, which the SDK registers per process: it registers lcms2's and butteraugli only where the process has
+    /// none, so a converter or metric the host application registered stays and serves the service too.
+    ///
     /// - Throws: ``ImageServiceConfigurationError`` for settings that don't make a usable service (no signing key
     ///   and unsigned requests not allowed, a bad key, allowlist entry, address block or preset, a bad Redis URL).
     public init(configuration: ImageServiceConfiguration) throws {
@@ -72,8 +76,10 @@ public final class ImageService: Sendable {
         ] {
             coders.addCoder(coder)
         }
-        // Sources with an ICC profile (or CMYK) are converted to sRGB at decode (SourceLimits.decodeOptions).
-        ColorConversion.register(LCMSColorConverter.shared)
+        // Sources with an ICC profile (or CMYK) are converted to sRGB at decode (SourceLimits.decodeOptions). The
+        // registration is process-wide: a converter the host application registered itself stays, as the metric
+        // below does (embedding the service must not change how the host's own loads convert colour).
+        if ColorConversion.converter == nil { ColorConversion.register(LCMSColorConverter.shared) }
         // q=auto measures each probe with butteraugli (libjxl); a metric the process registered itself stays.
         if PerceptualQuality.metric == nil { PerceptualQuality.register(ButteraugliMetric.shared) }
         canEncodeAVIF = coders.canEncode(to: .avif)
