@@ -37,9 +37,15 @@ import Testing
             JPEGDecoder.scalingFactor(width: 800, height: 600, target: PixelSize(width: 800, height: 600)) == (1, 1))
         #expect(
             JPEGDecoder.scalingFactor(width: 800, height: 600, target: PixelSize(width: 400, height: 300)) == (1, 2))
-        // 1/2 gives 400 < 401, so the next factor up (5/8 → 500x375) is the smallest that covers the target.
+        // 1/2 gives 400 < 401; libjpeg-turbo's 5/8 to 7/8 run scalar code that costs more than a full decode and
+        // a resample, so the next factor taken is 1.
         #expect(
-            JPEGDecoder.scalingFactor(width: 800, height: 600, target: PixelSize(width: 401, height: 300)) == (5, 8))
+            JPEGDecoder.scalingFactor(width: 800, height: 600, target: PixelSize(width: 401, height: 300)) == (1, 1))
+        // 3/8 gives exactly 300x225 but costs more than 1/2 (the thumbnail server's 2 MP → 512 px case).
+        #expect(
+            JPEGDecoder.scalingFactor(width: 800, height: 600, target: PixelSize(width: 300, height: 225)) == (1, 2))
+        #expect(
+            JPEGDecoder.scalingFactor(width: 800, height: 600, target: PixelSize(width: 200, height: 150)) == (1, 4))
         #expect(JPEGDecoder.scalingFactor(width: 800, height: 600, target: PixelSize(width: 10, height: 10)) == (1, 8))
     }
 
