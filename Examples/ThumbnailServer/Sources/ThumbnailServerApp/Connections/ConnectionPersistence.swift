@@ -57,9 +57,11 @@ final class ConnectionPersistence: ChannelDuplexHandler, RemovableChannelHandler
         /// RFC 9112 §3.2: an HTTP/1.1 request without a `Host`, or with more than one.
         case hostNotOnce
         /// RFC 9112 §6.1: a transfer coding other than `chunked` (`gzip, chunked`, say), which the server does not
-        /// implement, or `chunked` applied twice. NIO's decoder read such a body as merely chunked and the request
-        /// was served, so a proxy in front that reads it otherwise disagreed with us on where the request ended.
-        case transferCoding(notImplemented: Bool)
+        /// implement (501). NIO's decoder read such a body as merely chunked and the request was served, so a proxy
+        /// in front that reads it otherwise disagreed with us on where the request ended.
+        case unknownTransferCoding
+        /// `chunked` applied more than once (RFC 9112 §7.1 forbids it).
+        case chunkedTwice
 
         /// The refusal of `head`, if any.
         init?(_ head: HTTPRequestHead) {
@@ -69,9 +71,9 @@ final class ConnectionPersistence: ChannelDuplexHandler, RemovableChannelHandler
             }
             let codings = head.headers[canonicalForm: "transfer-encoding"].map { $0.lowercased() }
             if codings.contains(where: { $0 != "chunked" }) {
-                self = .transferCoding(notImplemented: true)
+                self = .unknownTransferCoding
             } else if codings.count > 1 {
-                self = .transferCoding(notImplemented: false)
+                self = .chunkedTwice
             } else {
                 return nil
             }
@@ -79,8 +81,8 @@ final class ConnectionPersistence: ChannelDuplexHandler, RemovableChannelHandler
 
         var status: HTTPResponseStatus {
             switch self {
-            case .hostNotOnce, .transferCoding(notImplemented: false): .badRequest
-            case .transferCoding(notImplemented: true): .notImplemented
+            case .hostNotOnce, .chunkedTwice: .badRequest
+            case .unknownTransferCoding: .notImplemented
             }
         }
     }
