@@ -6,9 +6,11 @@ import Testing
 @Suite struct FetchStateMachineTests {
     typealias Machine = FetchStateMachine<Int, String, String, String, String, String, String>
 
-    private func sub(_ id: Int, decode: String = "d", product: String = "p", waits: Bool = false) -> Machine.Subscriber
-    {
-        Machine.Subscriber(id: id, decodeKey: decode, productKey: product, waitsForStore: waits, info: "s\(id)")
+    private func sub(
+        _ id: Int, decode: String = "d", product: String = "p", waits: Bool = false, source: Bool = false
+    ) -> Machine.Subscriber {
+        Machine.Subscriber(
+            id: id, decodeKey: decode, productKey: product, waitsForStore: waits, wantsSource: source, info: "s\(id)")
     }
 
     private func describe(_ actions: [Machine.Action]) -> [String] {
@@ -19,6 +21,7 @@ import Testing
             case .startDecode(let key, let source, _): "decode(\(key),\(source))"
             case .startProduct(let key, let decoded, _, _): "product(\(key),\(decoded))"
             case .deliver(let subs, let product): "deliver(\(subs.map(\.id).sorted()),\(product))"
+            case .deliverSource(let subs, let source): "source(\(subs.map(\.id).sorted()),\(source))"
             case .fail(let subs, let error): "fail(\(subs.map(\.id).sorted()),\(error.code))"
             }
         }
@@ -32,6 +35,27 @@ import Testing
         #expect(describe(machine.decodeFinished("d", "image")) == ["product(p,image)"])
         #expect(describe(machine.productReady("p", "final", stored: false)) == ["deliver([1, 2],final)"])
         #expect(machine.isFinished)
+    }
+
+    @Test("a source-only subscriber is served the source, before any decode, and never starts one")
+    func sourceOnlySubscribersAreServedTheSource() {
+        var machine = Machine()
+        #expect(describe(machine.subscribe(sub(1, source: true))) == ["startSource"])
+        _ = machine.subscribe(sub(2))
+        #expect(describe(machine.sourceFinished("bytes")) == ["source([1],bytes)", "decode(d,bytes)"])
+        // One joining after the source ended is served at once; the decode in flight is not its business.
+        #expect(describe(machine.subscribe(sub(3, source: true))) == ["source([3],bytes)"])
+        #expect(
+            describe(machine.decodeFailed("d", ImageError(.badImageData, stage: .decode))) == ["fail([2],badImageData)"]
+        )
+        #expect(machine.isFinished)
+
+        var alone = Machine()
+        _ = alone.subscribe(sub(1, source: true))
+        _ = alone.subscribe(sub(2, source: true))
+        #expect(describe(alone.sourceFinished("bytes")) == ["source([1, 2],bytes)"])
+        #expect(alone.isFinished, "nothing is decoded for source-only subscribers")
+        #expect(alone.decodes.isEmpty)
     }
 
     @Test func distinctDecodeAndProductKeysRunOncePerKey() {

@@ -36,7 +36,9 @@ extension FetchJob {
         }
         guard let partial = progress.partialData else { return }
         var started: Set<DecodeKey> = []
-        for subscriber in subscribers where subscriber.info.plan.options.contains(.progressiveLoad) {
+        // A data load's `.progressiveLoad` asks for nothing: it has no image to preview.
+        for subscriber in subscribers
+        where !subscriber.wantsSource && subscriber.info.plan.options.contains(.progressiveLoad) {
             guard started.insert(subscriber.decodeKey).inserted else { continue }
             decodePreview(partial, key: subscriber.decodeKey, plan: subscriber.info.plan)
         }
@@ -108,7 +110,7 @@ extension FetchJob {
     private func deliverPreview(_ preview: Image, key: DecodeKey, finalIsAnimated: Bool) {
         let subscribers = state.withLock { state in
             state.machine.subscribers.values.filter {
-                $0.decodeKey == key && $0.info.plan.options.contains(.progressiveLoad)
+                $0.decodeKey == key && !$0.wantsSource && $0.info.plan.options.contains(.progressiveLoad)
             }
         }
         var transformed: [String: Image] = [:]

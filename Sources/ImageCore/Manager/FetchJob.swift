@@ -7,6 +7,9 @@ struct FetchSubscriber: Sendable {
     /// Continues the load past an unusable cache entry (undecodable, or a variant the load can't use); nil fails
     /// the subscriber with the error instead.
     let fallback: (@Sendable (ImageLoadOperation) -> Void)?
+    /// Where a data load's bytes go (``ImageManager/loadData(with:options:context:completed:)``); nil for image
+    /// loads.
+    var deliverData: (@Sendable (ImageDataResult) -> Void)? = nil
 }
 
 /// A decode's result: the image and the source's frame count when the coder's probe told it.
@@ -126,15 +129,18 @@ final class FetchJob: Sendable {
     var acceptsSubscribers: Bool { state.withLock { !$0.machine.isFinished && !$0.machine.isClosed } }
 
     /// The download's header check: the refusal of an image of `width × height` pixels when it is over the pixel
-    /// budget of every subscriber, else nil. A refusal closes the job in the same step, so it is the verdict of
-    /// exactly the loads it was made for: one that comes later — its budget may take the image — gets a job and a
-    /// download of its own instead of a failure that was never its own (found by the model).
+    /// budget of every subscriber, else nil (never while a data load waits: it wants the bytes, not the image). A
+    /// refusal closes the job in the same step, so it is the verdict of exactly the loads it was made for: one that
+    /// comes later — its budget may take the image — gets a job and a download of its own instead of a failure that
+    /// was never its own (found by the model).
     ///
     /// The refusal is the subscribers' verdict, not that of the load that started the download (it may have left):
     /// it is universal — fit for the failed-URL list — when one of them judged by the defaults (its options change
     /// no budget), since the image is then over every load's default budget (``isUniversalVerdict(_:startedBy:)``).
     func headerRefusal(width: Int, height: Int) -> ImageError? {
         state.withLock { state in
+            // A data load takes the bytes whatever image they hold: the transfer goes on for it.
+            if state.machine.subscribers.values.contains(where: \.wantsSource) { return nil }
             var refusal: ImageError?
             for subscriber in state.machine.subscribers.values {
                 do throws(ImageError) {
@@ -302,6 +308,15 @@ final class FetchJob: Sendable {
                             ImageResult(
                                 image: product.image, data: product.data, cacheType: cacheType, url: plan.url,
                                 cacheKey: plan.key)))
+                }
+            case .deliverSource(let subscribers, let source):
+                for subscriber in subscribers where subscriber.info.operation.decideDataResult() {
+                    let result = ImageDataResult(
+                        data: source.originalData ?? Data(), response: source.response ?? ResponseMetadata(),
+                        url: subscriber.info.plan.url)
+                    let deliver = subscriber.info.deliverData
+                    let queue = subscriber.info.operation.callbackQueue
+                    if case .current = queue.kind { deliver?(result) } else { queue.execute { deliver?(result) } }
                 }
             case .fail(let subscribers, let error):
                 fail(subscribers.map(\.info), error)

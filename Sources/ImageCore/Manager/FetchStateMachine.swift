@@ -4,7 +4,8 @@
 /// No I/O, no locks, no callbacks: events go in, actions come out, and the ``FetchJob`` shell performs them
 /// outside its lock. Generic over the payloads so tests drive it with plain values.
 ///
-/// Lifecycle: the first subscriber starts the source; the source's result starts a decode per decode key in use;
+/// Lifecycle: the first subscriber starts the source; the source's result goes to the subscribers that want only
+/// it (``Subscriber/wantsSource``: a data load) and starts a decode per decode key the others use;
 /// each decode starts a product per product key in use; a ready product is delivered to its subscribers
 /// (those waiting for the store get it once stored). A subscriber that leaves gets `cancelled`; when the last one
 /// leaves, the source is cancelled if still running and the machine is finished. Events after that are ignored.
@@ -20,6 +21,9 @@ struct FetchStateMachine<
         let decodeKey: DecodeKey
         let productKey: ProductKey
         let waitsForStore: Bool
+        /// Served with the source itself, before any decode (a data load): it never starts a decode or a product,
+        /// and what they do never reaches it.
+        var wantsSource = false
         let info: Info
     }
 
@@ -47,6 +51,8 @@ struct FetchStateMachine<
         case startProduct(ProductKey, Decoded, Source, Info)
         /// Deliver a product.
         case deliver([Subscriber], Product)
+        /// Deliver the source to subscribers that want only it.
+        case deliverSource([Subscriber], Source)
         /// Fail subscribers.
         case fail([Subscriber], ImageError)
     }
@@ -85,14 +91,16 @@ struct FetchStateMachine<
             subscribers[subscriber.id] = nil
             return [.fail([subscriber], error)]
         case .done(let value):
-            return advance(subscriber, source: value)
+            guard subscriber.wantsSource else { return advance(subscriber, source: value) }
+            return serveSource([subscriber], value)
         }
     }
 
     mutating func sourceFinished(_ value: Source) -> [Action] {
         guard !isFinished, case .running = source else { return [] }
         source = .done(value)
-        var actions: [Action] = []
+        let sourceOnly = subscribers.values.filter(\.wantsSource)
+        var actions = sourceOnly.isEmpty ? [] : serveSource(sourceOnly, value)
         for subscriber in subscribers.values { actions += advance(subscriber, source: value) }
         return actions
     }
@@ -152,6 +160,12 @@ struct FetchStateMachine<
     }
 
     // MARK: Helpers
+
+    private mutating func serveSource(_ served: [Subscriber], _ value: Source) -> [Action] {
+        for subscriber in served { subscribers[subscriber.id] = nil }
+        if subscribers.isEmpty { isFinished = true }
+        return [.deliverSource(served, value)]
+    }
 
     private mutating func advance(_ subscriber: Subscriber, source value: Source) -> [Action] {
         switch decodes[subscriber.decodeKey] {

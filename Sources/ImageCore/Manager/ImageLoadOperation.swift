@@ -277,6 +277,34 @@ public final class ImageLoadOperation: PrioritizableOperation {
         if start { startDrain(first: .result(final)) }
     }
 
+    /// Decides the final result of a data load, whose bytes the job hands its caller itself (a data load has no
+    /// image to put through the delivery queue, and nothing else is ever queued for it). True when this call decided
+    /// it; false when the load was already finished, or was cancelled or expired — it then finishes with `cancelled`
+    /// or `timedOut` here, as ``finish(_:)`` would.
+    func decideDataResult() -> Bool {
+        var deadline: DeadlineTimer.Token?
+        let decided = state.withLock { state -> (decided: Bool, claims: [MissClaim])? in
+            guard !state.finished else { return nil }
+            guard !state.cancelled else { return (false, []) }
+            state.finished = true
+            state.query = nil
+            state.subscription = nil
+            deadline = state.deadline
+            state.deadline = nil
+            defer { state.claims = [] }
+            return (true, state.claims)
+        }
+        guard let decided else { return false }
+        guard decided.decided else {
+            finish(.failure(.cancelled()))
+            return false
+        }
+        if let deadline { DeadlineTimer.shared.remove(deadline) }
+        for claim in decided.claims { claim.end(.abandoned) }
+        manager?.unregister(self)
+        return true
+    }
+
     // MARK: Delivery queue
 
     /// Queues a non-final delivery unless the load is finished or cancelled; `accept` may update the state.

@@ -2,8 +2,12 @@ import Foundation
 
 extension ImageManager {
     /// Downloads for `operation` (joining an identical download in flight), unless the options, the delegate or
-    /// the loader forbid it. `cached` is the entry a ``ImageOptions/refreshCached`` load revalidates.
-    func download(_ operation: ImageLoadOperation, _ plan: LoadPlan, cached: CacheQueryResult?) {
+    /// the loader forbid it. `cached` is the entry a ``ImageOptions/refreshCached`` load revalidates; `deliverData`
+    /// makes it a data load's, served with the bytes themselves (``loadData(with:options:context:completed:)``).
+    func download(
+        _ operation: ImageLoadOperation, _ plan: LoadPlan, cached: CacheQueryResult?,
+        deliverData: (@Sendable (ImageDataResult) -> Void)? = nil
+    ) {
         let url = plan.url
         let refusal: ImageError?
         if plan.options.contains(.fromCacheOnly) {
@@ -53,11 +57,12 @@ extension ImageManager {
         }
         if !plan.isShareable || traits.isolatesDownload { fields.append(("isolated", String(nextID()))) }
         let loaderContext = context
-        let recheck = cached == nil ? memoryRecheck(plan) : nil
+        // A data load wants bytes, which a memory hit of the image is not.
+        let recheck = cached == nil && deliverData == nil ? memoryRecheck(plan) : nil
         let control = plan.loader.downloadControl(for: url)
         subscribe(
             operation, plan, jobKey: CacheKeys.composite(fields), inline: false, decodeOptions: plan.decodeOptions,
-            cacheOrigin: nil, fallback: nil, recheck: recheck
+            deliverData: deliverData, cacheOrigin: nil, fallback: nil, recheck: recheck
         ) { job in
             var requestContext = loaderContext
             // Bytes a decryptor will turn into the image can't be judged on the wire.

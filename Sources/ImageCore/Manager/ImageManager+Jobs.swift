@@ -12,7 +12,8 @@ extension ImageManager {
     /// loads of 100 URLs would download some URLs twice.
     func subscribe(
         _ operation: ImageLoadOperation, _ plan: LoadPlan, jobKey: String, inline: Bool,
-        decodeOptions: ImageDecodeOptions, cacheOrigin: FetchSource.Origin?,
+        decodeOptions: ImageDecodeOptions, deliverData: (@Sendable (ImageDataResult) -> Void)? = nil,
+        cacheOrigin: FetchSource.Origin?,
         fallback: (@Sendable (ImageLoadOperation) -> Void)?, recheck: (@Sendable () -> ImageResult?)? = nil,
         startSource: @escaping @Sendable (FetchJob) -> (any ImageOperation)?
     ) {
@@ -26,8 +27,8 @@ extension ImageManager {
             storeCacheType: plan.storeCacheType.rawValue, originalStoreCacheType: plan.originalStoreCacheType.rawValue)
         let subscriber = FetchJob.Machine.Subscriber(
             id: id, decodeKey: decodeKey, productKey: productKey,
-            waitsForStore: plan.options.contains(.waitStoreCache),
-            info: FetchSubscriber(operation: operation, plan: plan, fallback: fallback))
+            waitsForStore: plan.options.contains(.waitStoreCache), wantsSource: deliverData != nil,
+            info: FetchSubscriber(operation: operation, plan: plan, fallback: fallback, deliverData: deliverData))
         let claims = operation.takeClaims()
         var attempts = 0
         while true {

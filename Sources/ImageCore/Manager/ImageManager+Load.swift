@@ -134,7 +134,7 @@ extension ImageManager {
 
     /// Ends `operation` with `timedOut` once `seconds` passed, unless it finished (``ImageContext/loadTimeout``), on
     /// ``DeadlineTimer``'s thread (a dispatch timer fired 6 s late while the process kept dispatch's threads busy).
-    private static func expire(_ operation: ImageLoadOperation, after seconds: Double) {
+    static func expire(_ operation: ImageLoadOperation, after seconds: Double) {
         guard !seconds.isNaN else { return }
         operation.attach(deadline: DeadlineTimer.shared.schedule(operation, after: seconds))
     }
@@ -150,7 +150,7 @@ extension ImageManager {
             completed: completed)
     }
 
-    private func failedOperation(
+    func failedOperation(
         _ error: ImageError, _ context: ImageContext, _ completed: @escaping ImageCompletionHandler
     ) -> ImageLoadOperation {
         let operation = ImageLoadOperation(

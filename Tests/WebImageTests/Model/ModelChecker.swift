@@ -104,6 +104,9 @@ final class ModelChecker: Sendable {
                 messages.append("\(label): ended timedOut after \(elapsed) s, before its \(timeout) s load timeout")
             }
         }
+        if spec.dataOnly {
+            return messages + checkData(index, loads: loads, controls: controls, manager: manager, label: label)
+        }
         guard let result else { return ["\(label): no result"] }
         if let cached = record.cachedFirst {
             if !spec.options.contains(.refreshCached) {
@@ -155,10 +158,51 @@ final class ModelChecker: Sendable {
         return messages
     }
 
+    /// A data load: the body of a version the origin served for its partition, as served (or cut short, as served),
+    /// with no preview, or a failure the program explains that no decode, budget or transform made — what image
+    /// loads sharing its transfer do never reaches it.
+    private func checkData(
+        _ index: Int, loads: [(LoadSpec, LoadRecord)], controls: [ControlEvent], manager: ImageManager, label: String
+    ) -> [String] {
+        let (spec, record) = loads[index]
+        var messages: [String] = []
+        if !record.previews.isEmpty || record.cachedFirst != nil { messages.append("\(label): a non-final delivery") }
+        if let loaded = record.data {
+            if record.summary.3 { messages.append("\(label): cancelled, yet delivered bytes") }
+            let served = world.origin.served.filter {
+                $0.url == spec.url.absoluteString && $0.partition == spec.partition
+            }
+            if !served.contains(where: { world.origin.body(of: $0) == loaded.data }) {
+                messages.append(
+                    "\(label): delivered \(loaded.data.count) bytes that are no body the origin served for its "
+                        + "partition (served: \(served.map { "v\($0.version)\($0.truncated ? " cut" : "")" }.sorted()))"
+                )
+            }
+            if loaded.url != spec.url { messages.append("\(label): the result names \(loaded.url)") }
+            return messages
+        }
+        guard case .failure(let error)? = record.summary.0 else { return messages + ["\(label): no result"] }
+        if record.summary.3, error.code != .cancelled {
+            messages.append("\(label): cancelled, completed with \(error)")
+        }
+        let decodeCodes: Set<ImageError.Code> = [.imageTooLarge, .noCoder, .transformFailed, .encodeFailed]
+        if decodeCodes.contains(error.code) || error.stage == .decode {
+            messages.append("\(label): failed with \(error): an image's verdict reached a data load")
+        } else if !explains(error, index: index, loads: loads, controls: controls, manager: manager) {
+            messages.append(
+                "\(label): failed with \(error), which nothing in the program explains"
+                    + neighbours(index, loads: loads))
+        }
+        return messages
+    }
+
     /// The wave's other loads of the same URL, for a message.
     private func neighbours(_ index: Int, loads: [(LoadSpec, LoadRecord)]) -> String {
         let (spec, _) = loads[index]
         let others = loads.indices.filter { $0 != index && loads[$0].0.url == spec.url }.map { other in
+            if let data = loads[other].1.data {
+                return "load \(other) [\(loads[other].0)] → \(data.data.count) bytes"
+            }
             let result = loads[other].1.summary.0.map { result -> String in
                 switch result {
                 case .success(let loaded): "\(Signature(loaded.image)) \(loaded.cacheType)"

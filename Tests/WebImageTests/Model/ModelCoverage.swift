@@ -42,9 +42,12 @@ struct ModelCoverage: CustomStringConvertible {
         let (result, _, _, _) = record.summary
         var ids = spec.drawn
         if spec.isPlain { ids.append("(plain)") }
+        // A data load counts on a row of its own: what its options shape is an image's.
+        if spec.dataOnly { ids = ["(data load)"] }
         for id in ids {
             var row = rows[id] ?? Row()
             row.drawn += 1
+            if record.data != nil { row.downloaded += 1 }
             row.previews += record.previews.count
             switch result {
             case .success(let loaded)?:
@@ -95,7 +98,7 @@ struct ModelCoverage: CustomStringConvertible {
             "entry | drawn | downloaded | memory | disk | failed (by code) | cancelled | previews | 304 | reached",
             "---|---|---|---|---|---|---|---|---|---",
         ]
-        let ids = OptionDraws.catalog.map(\.id) + ["(plain)"]
+        let ids = OptionDraws.catalog.map(\.id) + ["(plain)", "(data load)"]
         for id in ids {
             let row = rows[id] ?? Row()
             let failures = row.failures.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(

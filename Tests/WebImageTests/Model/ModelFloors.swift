@@ -47,11 +47,15 @@ enum ModelFloors {
         rows.append(("flag refreshCached", Floor(column: .notModified, per100Programs: 7)))
         rows.append(("decodeOption convertToSRGB", Floor(column: .successes, per100Programs: 24)))
         rows.append(("(plain)", Floor(column: .successes, per100Programs: 290)))
+        rows.append(("(data load)", Floor(column: .successes, per100Programs: dataLoads)))
         return rows
     }
 
     /// Previews progressive loads get per 100 programs.
     static let previews = 4
+
+    /// Data loads that got their bytes per 100 programs.
+    static let dataLoads = 110
 
     /// What each control must reach per 100 programs: loads it cancelled (its own load's cancel, `cancelAll`'s
     /// running loads), downloads a loader's cancel ended, loads whose priority changed while they waited, memory

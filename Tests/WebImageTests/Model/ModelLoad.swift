@@ -24,6 +24,8 @@ struct LoadSpec: CustomStringConvertible {
     var target: (index: Int, key: String?)?
     /// Which manager of the fleet runs it.
     var replica = 0
+    /// The load is a data load (`ImageManager.loadData`): the loader's bytes, with its options and context.
+    var dataOnly = false
 
     init(url: URL) { self.url = url }
 
@@ -56,7 +58,7 @@ struct LoadSpec: CustomStringConvertible {
     }
 
     var description: String {
-        var text = "\(url.lastPathComponent) [\(notes.joined(separator: ", "))]"
+        var text = "\(dataOnly ? "data " : "")\(url.lastPathComponent) [\(notes.joined(separator: ", "))]"
         if let cancelAfter { text += " cancel@\(cancelAfter)" }
         if let priorityChange { text += " priority→\(priorityChange.to)@\(priorityChange.after)" }
         if let target { text += " target \(target.index)/\(target.key ?? "-")" }
@@ -76,6 +78,8 @@ final class LoadRecord: Sendable {
         var start = Date()
         var end: Date?
         var final: Result<ImageResult, ImageError>?
+        /// A data load's bytes (its failure is ``final``).
+        var data: ImageDataResult?
         var finals = 0
         var previews: [Image] = []
         var cachedFirst: ImageResult?
@@ -102,6 +106,22 @@ final class LoadRecord: Sendable {
             }
         }
     }
+
+    /// A data load's one completion: its bytes, or its failure as ``summary``'s result.
+    func deliverData(_ result: Result<ImageDataResult, ImageError>) {
+        state.withLock { state in
+            state.finals += 1
+            guard state.final == nil, state.data == nil else { return }
+            switch result {
+            case .success(let loaded): state.data = loaded
+            case .failure(let error): state.final = .failure(error)
+            }
+            state.end = Date()
+        }
+    }
+
+    /// A data load's bytes, when it got them.
+    var data: ImageDataResult? { state.withLock { $0.data } }
 
     /// `cancel()` took effect (the final result was not decided before it).
     func cancelTookEffect(_ effective: Bool) { if effective { state.withLock { $0.cancelled = true } } }

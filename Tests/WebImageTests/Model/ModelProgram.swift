@@ -121,6 +121,11 @@ struct ModelProgram {
             spec.startDelay = Double.random(in: 0...0.04, using: &random)
         }
         if replicas > 1 { spec.replica = Int.random(in: 0..<replicas, using: &random) }
+        // Some loads want the bytes alone, with the options they drew (a target shows images, so not through one).
+        if Double.random(in: 0..<1, using: &random) < 0.12 {
+            spec.dataOnly = true
+            spec.target = nil
+        }
         spec.finish()
         if let encode = spec.encode { world.noteEncode(encode, url: spec.url, partition: spec.partition) }
         return spec
@@ -154,7 +159,11 @@ struct ModelProgram {
                 let replica = replicas[spec.replica]
                 record.start()
                 let operation: ImageLoadOperation?
-                if let target = spec.target {
+                if spec.dataOnly {
+                    operation = replica.manager.loadData(with: spec.url, options: spec.options, context: spec.context) {
+                        record.deliverData($0)
+                    }
+                } else if let target = spec.target {
                     operation = targets[target.index].setImage(
                         with: spec.url, placeholder: ModelTarget.placeholder, options: spec.options,
                         context: spec.context, manager: replica.manager, completed: { record.deliver($0) })

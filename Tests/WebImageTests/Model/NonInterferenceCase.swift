@@ -6,10 +6,10 @@ import WebImage
 @testable import ImageCore
 
 /// One case of the non-interference property: on a manager (or a fleet of two sharing a redis-server), an optional
-/// warm-up load W and a load A with random options from the catalog — then, or beside A, a plain load B of the same
-/// URL. B's result must equal what B gets on a fresh manager over the same origin: the same pixels, or the same
-/// failure (`blockedURL` only where the fresh manager blocked the URL too). In a fleet, B (on the other replica)
-/// never waits more than a poll interval, plus slack, after A's fetch ended.
+/// warm-up load W and a load A with random options from the catalog (an image load, or a data load) — then, or
+/// beside A, a plain load B of the same URL. B's result must equal what B gets on a fresh manager over the same
+/// origin: the same pixels, or the same failure (`blockedURL` only where the fresh manager blocked the URL too). In a
+/// fleet, B (on the other replica) never waits more than a poll interval, plus slack, after A's fetch ended.
 struct NonInterferenceCase {
     struct Outcome {
         var messages: [String] = []
@@ -62,7 +62,12 @@ struct NonInterferenceCase {
         if Double.random(in: 0..<1, using: &random) < 0.4 {
             specs.append(Self.randomSpec(url, &random, world: world))
         }
-        let a = Self.randomSpec(url, &random, world: world)
+        var a = Self.randomSpec(url, &random, world: world)
+        // A may want the bytes alone (`loadData`), with the options it drew: B must not see the difference either.
+        if Double.random(in: 0..<1, using: &random) < 0.25 {
+            a.dataOnly = true
+            outcome.kinds.append("A data load")
+        }
         specs.append(a)
         let beside = Bool.random(using: &random)
         outcome.kinds.append(beside ? "beside" : "sequential")
@@ -80,9 +85,10 @@ struct NonInterferenceCase {
             let record = LoadRecord()
             aRecord = record
             record.start()
-            let operation = first.loadImage(with: url, options: spec.options, context: spec.context) {
-                record.deliver($0)
-            }
+            let operation =
+                spec.dataOnly
+                ? first.loadData(with: url, options: spec.options, context: spec.context) { record.deliverData($0) }
+                : first.loadImage(with: url, options: spec.options, context: spec.context) { record.deliver($0) }
             if let delay = spec.cancelAfter {
                 Task {
                     try? await Task.sleep(nanoseconds: UInt64(delay * 1e9))

@@ -4,10 +4,10 @@ import Testing
 import WebImage
 
 /// Non-interference, as a property (issue 32, item 6): whatever options a load A sets — any entries of
-/// ``OptionCatalog/all``, drawn as the model draws them — and whatever control runs after it, a plain load B of the
-/// same URL, after A or beside it, gets what B gets on a fresh manager over the same origin; in a fleet (two managers
-/// sharing a real redis-server through `RedisCache`), B on the other replica never waits more than a poll interval
-/// after A's fetch ended. See ``NonInterferenceCase``.
+/// ``OptionCatalog/all``, drawn as the model draws them, on an image load or a data load — and whatever control runs
+/// after it, a plain load B of the same URL, after A or beside it, gets what B gets on a fresh manager over the same
+/// origin; in a fleet (two managers sharing a real redis-server through `RedisCache`), B on the other replica never
+/// waits more than a poll interval after A's fetch ended. See ``NonInterferenceCase``.
 ///
 /// `NI_SEED=<seed>` replays one case (`make replay SEED=<seed> SUITE=NonInterference`); `NI_CASES` and `NI_SECONDS`
 /// bound a run (CI: as many cases as fit in about 60 seconds).
@@ -55,7 +55,7 @@ import WebImage
         // A CI-length run draws every entry for A and reaches both orders and both outcomes of B.
         guard cases >= 500 else { return }
         #expect(never.isEmpty, "entries A never drew in \(cases) cases: \(never)")
-        for kind in ["beside", "sequential", "B success", "B failure", "B blocked"] {
+        for kind in ["beside", "sequential", "B success", "B failure", "B blocked", "A data load"] {
             #expect((kinds[kind] ?? 0) * 100 >= cases, "\(kinds[kind] ?? 0) '\(kind)' cases in \(cases)")
         }
         if redis != nil {
