@@ -3,7 +3,8 @@ import ImageService
 import Vapor
 
 /// Sets up `app`: its own routes (`GET /`, `GET /hello/:name`) and the thumbnail service mounted at
-/// `GET /img/thumbnail` (and `HEAD`), with the limits Vapor offers on connections.
+/// `GET /img/thumbnail` (and `HEAD`), with the limits Vapor offers on connections and the framing refusals
+/// (``FramingMiddleware``) on every route.
 ///
 /// Vapor 4.122 has an idle timeout (`idleTimeout`: a connection with no read or write for that long is closed —
 /// half-sent requests included) and a shutdown timeout (connections still open that long after shutdown began are
@@ -14,6 +15,8 @@ public func configure(_ app: Application, service: ImageService, idleTimeout: Do
     app.http.server.configuration.idleTimeout = .milliseconds(Int64(idleTimeout * 1000))
     app.http.server.configuration.shutdownTimeout = .milliseconds(
         Int64(service.configuration.requestTimeout * 1000))
+    // First: a request the server can't take as framed reaches no route.
+    app.middleware.use(FramingMiddleware(), at: .beginning)
     app.get { _ in "An app with its own routes, and thumbnails under /img/thumbnail.\n" }
     app.get("hello", ":name") { request in "Hello, \(request.parameters.get("name") ?? "you").\n" }
     let responder = ImageServiceResponder(service: service)

@@ -132,4 +132,52 @@ import VaporTesting
             }
         }
     }
+
+    /// Sends `raw` on a new connection and returns what came back until the first answer's head ended.
+    static func exchange(_ port: Int, _ raw: String) async throws -> String {
+        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .connect(host: "127.0.0.1", port: port) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+                }
+            }
+        return try await channel.executeThenClose { inbound, outbound in
+            try await outbound.write(ByteBuffer(string: raw))
+            var text = ""
+            for try await chunk in inbound {
+                text += String(buffer: chunk)
+                if text.contains("\r\n\r\n") { break }
+            }
+            return text
+        }
+    }
+
+    /// A request the server can't take as framed is refused on every route, the service's and the app's: it was
+    /// served before (`gzip, chunked` read as merely chunked; two `Host` fields).
+    @Test func requestsTheServerCannotTakeAsFramedAreRefused() async throws {
+        try await Self.withApp { app, port, _ in
+            try await app.server.start(address: .hostname("127.0.0.1", port: port))
+            let cases: [(String, String)] = [
+                ("Host: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", "HTTP/1.1 501"),
+                ("Host: a\r\nTransfer-Encoding: chunked, chunked\r\n\r\n0\r\n\r\n", "HTTP/1.1 400"),
+                ("Host: a\r\nHost: b\r\n\r\n", "HTTP/1.1 400"),
+                ("\r\n", "HTTP/1.1 400"),
+            ]
+            for target in ["/hello/vapor", "/" + Self.thumbnail(port)] {
+                for (rest, expected) in cases {
+                    let answer = try await Self.exchange(port, "GET \(target) HTTP/1.1\r\n" + rest)
+                    // NIO's decoder itself refuses `chunked` twice: it closes the connection with no answer.
+                    let closed = answer.isEmpty && rest.contains("chunked, chunked")
+                    #expect(
+                        answer.hasPrefix(expected) || closed, "\(target) with \(rest.debugDescription): \(answer)")
+                }
+                // Still served: one Host, no transfer coding or `chunked` once; HTTP/1.0 without a Host.
+                let chunked = "Host: a\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+                #expect(try await Self.exchange(port, "GET \(target) HTTP/1.1\r\n" + chunked).hasPrefix("HTTP/1.1 200"))
+                let old = try await Self.exchange(port, "GET \(target) HTTP/1.0\r\n\r\n")
+                #expect(old.hasPrefix("HTTP/1.0 200") || old.hasPrefix("HTTP/1.1 200"), "\(target): \(old)")
+            }
+            await app.server.shutdown()
+        }
+    }
 }

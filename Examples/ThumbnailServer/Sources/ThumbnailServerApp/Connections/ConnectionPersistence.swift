@@ -1,3 +1,4 @@
+import ImageService
 import NIOCore
 import NIOHTTP1
 
@@ -12,8 +13,9 @@ import NIOHTTP1
 /// persist reaches Hummingbird with `Connection: close` (so it closes after the answer), and its answer says
 /// `Connection: close`; an HTTP/1.0 request that asked for `keep-alive` gets `Connection: keep-alive` on its answer
 /// (without it, such a client takes the connection as closing). A request after which NIO's decoder reads no other
-/// (``Persistence/endsParsing(_:)``) closes its connection too. A request it can't take (``Refusal``) is answered
-/// here, after the answers to the requests before it, and closes the connection. Event-loop confined.
+/// (``Persistence/endsParsing(_:)``) closes its connection too. A request it can't take as framed (ImageService's
+/// `FramingRefusal`) goes no further and nothing read after it is passed on: it is answered here, after the answers
+/// to the requests before it, and the connection closes. Event-loop confined.
 final class ConnectionPersistence: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart
@@ -51,49 +53,13 @@ final class ConnectionPersistence: ChannelDuplexHandler, RemovableChannelHandler
         }
     }
 
-    /// A request the server can't take as framed: it goes no further, nothing read after it is passed on, and it is
-    /// answered (after the answers owed before it) with ``status`` and `Connection: close`.
-    enum Refusal: Equatable {
-        /// RFC 9112 §3.2: an HTTP/1.1 request without a `Host`, or with more than one.
-        case hostNotOnce
-        /// RFC 9112 §6.1: a transfer coding other than `chunked` (`gzip, chunked`, say), which the server does not
-        /// implement (501). NIO's decoder read such a body as merely chunked and the request was served, so a proxy
-        /// in front that reads it otherwise disagreed with us on where the request ended.
-        case unknownTransferCoding
-        /// `chunked` applied more than once (RFC 9112 §7.1 forbids it).
-        case chunkedTwice
-
-        /// The refusal of `head`, if any.
-        init?(_ head: HTTPRequestHead) {
-            if head.version == .http1_1, head.headers["host"].count != 1 {
-                self = .hostNotOnce
-                return
-            }
-            let codings = head.headers[canonicalForm: "transfer-encoding"].map { $0.lowercased() }
-            if codings.contains(where: { $0 != "chunked" }) {
-                self = .unknownTransferCoding
-            } else if codings.count > 1 {
-                self = .chunkedTwice
-            } else {
-                return nil
-            }
-        }
-
-        var status: HTTPResponseStatus {
-            switch self {
-            case .hostNotOnce, .chunkedTwice: .badRequest
-            case .unknownTransferCoding: .notImplemented
-            }
-        }
-    }
-
     /// The requests read and not yet answered, oldest first (pipelined answers go out in request order).
     private var unanswered = CircularBuffer<Persistence>()
     /// True between an answer's head and its end.
     private var answering = false
     /// Set once a request was refused: nothing read after it is passed on, and it is answered once every request
     /// before it was.
-    private var refusal: Refusal?
+    private var refusal: FramingRefusal?
     /// True once the refusal's answer was written.
     private var refusalAnswered = false
 
@@ -102,7 +68,7 @@ final class ConnectionPersistence: ChannelDuplexHandler, RemovableChannelHandler
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard refusal == nil else { return }
         guard case .head(var head) = unwrapInboundIn(data) else { return context.fireChannelRead(data) }
-        if let refused = Refusal(head) {
+        if let refused = FramingRefusal(head) {
             refusal = refused
             return answerRefusalIfDue(context: context)
         }
@@ -140,11 +106,21 @@ final class ConnectionPersistence: ChannelDuplexHandler, RemovableChannelHandler
     private func answerRefusalIfDue(context: ChannelHandlerContext) {
         guard let refused = refusal, !refusalAnswered, unanswered.isEmpty, !answering else { return }
         refusalAnswered = true
+        var headers = HTTPHeaders()
+        for field in refused.response.headers { headers.add(name: field.name.rawName, value: field.value) }
         let head = HTTPResponseHead(
-            version: .http1_1, status: refused.status,
-            headers: ["connection": "close", "content-length": "0", "cache-control": "no-store"])
+            version: .http1_1, status: HTTPResponseStatus(statusCode: refused.status.code), headers: headers)
         context.write(wrapOutboundOut(.head(head)), promise: nil)
         let channel = context.channel
         context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
+    }
+}
+
+extension FramingRefusal {
+    /// The refusal of `head`, if any.
+    init?(_ head: HTTPRequestHead) {
+        self.init(
+            isHTTP11: head.version == .http1_1, hostFields: head.headers["host"].count,
+            transferCodings: head.headers[canonicalForm: "transfer-encoding"].map(String.init))
     }
 }
