@@ -53,6 +53,60 @@ import Testing
         }
     }
 
+    /// `loadData` over HTTP: one request shared with an image load of the URL, the body as served with its
+    /// response, validators that get a 304, and a 404 that blocks the URL for image loads too.
+    @Test func aDataLoadSharesOneRequestWithAnImageLoadAndRevalidates() async throws {
+        let body = [UInt8](TestCoder.data(width: 12, height: 9))
+        try await withServer(script: { request in
+            if request.path == "/gone.timg" { return .respond(status: .notFound) }
+            if request.header("If-None-Match") == "\"v1\"" {
+                return .respond(status: .notModified, headers: [("ETag", "\"v1\"")])
+            }
+            return .hold(
+                "body",
+                then: .respond(
+                    headers: [("Content-Type", "image/x-test"), ("ETag", "\"v1\""), ("Cache-Control", "max-age=60")],
+                    body: body))
+        }) { server, loader in
+            let manager = ImageManager(cache: RecordingCache(), loader: loader)
+            var context = ImageContext()
+            context.imageCoder = TestCoder()
+            let url = server.url("/photo.timg")
+            async let image = manager.loadImage(with: url, options: .fromLoaderOnly, context: context)
+            async let data = manager.loadData(with: url, context: context)
+            #expect(await waitUntil { server.requests(to: "/photo.timg").count == 1 })
+            try await Task.sleep(nanoseconds: 50_000_000)
+            server.open("body")
+            let (loaded, decoded) = try await (data, image)
+            #expect(loaded.data == Data(body))
+            #expect(loaded.response.statusCode == 200 && loaded.response.etag == "\"v1\"")
+            #expect(loaded.response.maxAge == 60)
+            #expect(decoded.image.width == 12)
+            #expect(server.requests(to: "/photo.timg").count == 1, "one request for the data and the image load")
+
+            var revalidating = ImageContext()
+            revalidating.loaderCachedMetadata = CacheEntryMetadata(originalKey: url.absoluteString, etag: "\"v1\"")
+            do {
+                _ = try await manager.loadData(with: url, options: .refreshCached, context: revalidating)
+                Issue.record("a current ETag was answered with bytes")
+            } catch {
+                #expect((error as any Error as? ImageError)?.code == .cacheNotModified)
+            }
+            #expect(server.requests(to: "/photo.timg").last?.header("If-None-Match") == "\"v1\"")
+
+            let gone = server.url("/gone.timg")
+            await #expect(throws: ImageError.self) { try await manager.loadData(with: gone) }
+            #expect(manager.isFailedURL(gone))
+            do {
+                _ = try await manager.loadImage(with: gone)
+                Issue.record("loaded a blocked URL")
+            } catch {
+                #expect((error as any Error as? ImageError)?.code == .blockedURL)
+            }
+            #expect(server.requests(to: "/gone.timg").count == 1)
+        }
+    }
+
     @Test func a404IsBlockedByTheManagerAnd500IsNot() async throws {
         try await withServer(script: { request in
             .respond(status: request.path == "/missing.png" ? .notFound : .internalServerError)

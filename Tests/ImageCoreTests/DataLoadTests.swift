@@ -142,7 +142,9 @@ import Testing
         rig.manager.loadImage(with: url, options: .fromLoaderOnly, context: rig.context(), completed: image.handler)
         var context = ImageContext()
         context.loaderCachedMetadata = CacheEntryMetadata(originalKey: url.absoluteString, etag: "\"v0\"")
-        let revalidating = Task { [context] in try await rig.manager.loadData(with: url, context: context) }
+        let revalidating = Task { [context] in
+            try await rig.manager.loadData(with: url, options: .refreshCached, context: context)
+        }
         #expect(await waitUntil { rig.loader.requestCount == 2 }, "a 304 must never be shared with a plain load")
         #expect(rig.loader.requests.last?.context.loaderCachedMetadata?.etag == "\"v0\"")
         rig.loader.releaseAll()

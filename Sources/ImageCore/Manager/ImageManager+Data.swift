@@ -32,7 +32,8 @@ extension ImageManager {
     /// a transfer a data load waits on.
     ///
     /// It never reads or writes the cache: the bytes are the loader's answer of now. To revalidate bytes you keep,
-    /// put their validators in ``ImageContext/loaderCachedMetadata``: a loader that finds them current fails the load
+    /// set ``ImageOptions/refreshCached`` and put their validators in ``ImageContext/loaderCachedMetadata`` (the
+    /// HTTP loader then sends `If-None-Match` / `If-Modified-Since`): a loader that finds them current fails the load
     /// with ``ImageError/Code/cacheNotModified``.
     ///
     /// As an image load, it fails with `invalidURL` for an empty or relative URL and with `blockedURL` for a URL on
