@@ -42,6 +42,39 @@ private final class BlockingDelegate: ImageManagerDelegate {
         #expect(rig.manager.isFailedURL(url))
     }
 
+    @Test("a verdict on the bytes blocks image loads, not data loads; one on the transfer blocks both")
+    func verdictsBlockTheLoadsTheyJudge() async throws {
+        let rig = Rig()
+        let undecodable = testURL("undecodable")
+        let garbage = Data(Array("TIMG".utf8) + [0, 1, 0, 1, 5])
+        rig.loader.set(.data(garbage, ResponseMetadata(url: undecodable, statusCode: 200)), for: undecodable)
+        #expect(await rig.load(undecodable).error?.code == .badImageData)
+        #expect(rig.manager.isFailedURL(undecodable))
+        #expect(!rig.manager.isFailedTransfer(undecodable))
+        #expect(await rig.load(undecodable).error?.code == .blockedURL)
+        #expect(try await rig.manager.loadData(with: undecodable).data == garbage, "the bytes are what it wants")
+
+        let missing = testURL("missing")
+        rig.loader.set(.failure(.invalidDownloadStatusCode(404)), for: missing)
+        #expect(await rig.load(missing).error?.code == .invalidDownloadStatusCode)
+        #expect(rig.manager.isFailedTransfer(missing))
+        do {
+            _ = try await rig.manager.loadData(with: missing)
+            Issue.record("a 404 did not block a data load")
+        } catch {
+            #expect(error.code == .blockedURL)
+        }
+
+        var list = FailedURLList()
+        list.insert(undecodable, verdict: .content)
+        list.insert(missing)
+        #expect(list.contains(undecodable) && list.contains(undecodable, verdict: .content))
+        #expect(!list.contains(undecodable, verdict: .transfer))
+        #expect(list.contains(missing, verdict: .transfer), "the plain insert is a verdict on the transfer")
+        list.insert(undecodable, verdict: .transfer)
+        #expect(list.contains(undecodable, verdict: .transfer), "the latest verdict replaces the earlier")
+    }
+
     @Test func retryFailedBypassesTheListAndClearsItOnSuccess() async throws {
         let rig = Rig()
         let url = testURL()

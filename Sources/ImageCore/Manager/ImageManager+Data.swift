@@ -37,8 +37,9 @@ extension ImageManager {
     /// with ``ImageError/Code/cacheNotModified``.
     ///
     /// As an image load, it fails with `invalidURL` for an empty or relative URL and with `blockedURL` for a URL on
-    /// the failed-URL list (unless ``ImageOptions/retryFailed``); its permanent failures put the URL there.
-    /// ``ImageOptions/fromCacheOnly`` fails it with `cacheMiss`. ``ImageContext/loadTimeout`` bounds it, and
+    /// the failed-URL list (unless ``ImageOptions/retryFailed``), but only for a verdict on the transfer (a 404),
+    /// not on the image the bytes make (undecodable, over a budget: ``FailedURLList/Verdict``); its permanent
+    /// failures put the URL there. ``ImageOptions/fromCacheOnly`` fails it with `cacheMiss`. ``ImageContext/loadTimeout`` bounds it, and
     /// cancelling the calling task cancels it (its share of the transfer).
     /// - Throws: ``ImageError``.
     public func loadData(
@@ -75,7 +76,7 @@ extension ImageManager {
         }
         guard let url else { return failedOperation(.invalidURL("nil URL"), context, failed) }
         return prepareLoad(
-            url, options: options, context: context, failed: { failedOperation($0, context, failed) }
+            url, options: options, context: context, wantsData: true, failed: { failedOperation($0, context, failed) }
         ) { url, context, lookup in
             let plan = LoadPlan(url: url, lookup: lookup, context: context, manager: self)
             let operation = ImageLoadOperation(

@@ -137,7 +137,17 @@ extension ImageManager {
             ?? plan.loader.shouldBlockFailedURL(plan.url, error: error)
         if block {
             let now = failedURLClock.value()
-            updateFailedURLs { $0.insert(plan.url, now: now) }
+            let verdict = Self.failedURLVerdict(of: error)
+            updateFailedURLs { $0.insert(plan.url, verdict: verdict, now: now) }
+        }
+    }
+
+    /// What a permanent failure judged: the bytes (undecodable, no coder, over a pixel budget — a data load would
+    /// still get them) or the transfer (every other: a status, a body over the limit).
+    static func failedURLVerdict(of error: ImageError) -> FailedURLList.Verdict {
+        switch error.code {
+        case .badImageData, .noCoder, .imageTooLarge: .content
+        default: .transfer
         }
     }
 }

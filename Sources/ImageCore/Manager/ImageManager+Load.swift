@@ -69,8 +69,8 @@ extension ImageManager {
     /// Inlined with its closures, so nothing it resolves is copied into a value of its own on the way.
     @inline(__always)
     func prepareLoad<R>(
-        _ url: URL, options: ImageOptions, context: ImageContext, failed: (ImageError) -> R,
-        prepared: (URL, ImageContext, inout LoadLookup) -> R
+        _ url: URL, options: ImageOptions, context: ImageContext, wantsData: Bool = false,
+        failed: (ImageError) -> R, prepared: (URL, ImageContext, inout LoadLookup) -> R
     ) -> R {
         let absoluteString = url.absoluteString
         // The scheme's end, found once: the key builder's extension scan starts after it.
@@ -78,7 +78,8 @@ extension ImageManager {
         guard !absoluteString.isEmpty, schemeEnd != nil || url.scheme != nil else {
             return failed(.invalidURL("empty or relative URL"))
         }
-        if !options.contains(.retryFailed) && isFailedURL(url) {
+        // A data load is blocked only by a verdict on the transfer: one on the image its bytes make is not its own.
+        if !options.contains(.retryFailed) && (wantsData ? isFailedTransfer(url) : isFailedURL(url)) {
             return failed(ImageError(.blockedURL, stage: .request, message: absoluteString))
         }
         // Handed on in place (`inout`): a value passed by copy was copied field by field, a reference count each.

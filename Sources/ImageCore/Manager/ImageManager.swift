@@ -265,12 +265,20 @@ public final class ImageManager: Sendable {
         set { failedURLs.withLock { $0.capacity = max(1, newValue) } }
     }
 
-    /// True when `url` is on the failed-URL list.
+    /// True when `url` is on the failed-URL list (it blocks image loads).
     public func isFailedURL(_ url: URL) -> Bool {
         // Most managers never block a URL: skip the clock then.
         guard failedURLCount.load(ordering: .acquiring) > 0 else { return false }
         let now = failedURLClock.value()
         return failedURLs.withLock { $0.contains(url, now: now) }
+    }
+
+    /// True when `url` is on the failed-URL list for a verdict on its transfer, which blocks data loads too (one on
+    /// its content blocks only image loads: ``FailedURLList/Verdict``).
+    public func isFailedTransfer(_ url: URL) -> Bool {
+        guard failedURLCount.load(ordering: .acquiring) > 0 else { return false }
+        let now = failedURLClock.value()
+        return failedURLs.withLock { $0.contains(url, verdict: .transfer, now: now) }
     }
     /// Takes `url` off the failed-URL list.
     public func removeFailedURL(_ url: URL) {

@@ -12,7 +12,7 @@ final class ModelChecker: Sendable {
     let reference: ModelReference
     /// Failures that may block a URL for everyone (a permanent error of a load whose options, as declared, can't
     /// change that verdict), per manager: the URL and when the load ran.
-    private let verdicts = Locked<[ObjectIdentifier: [(url: URL, start: Date)]]>([:])
+    private let verdicts = Locked<[ObjectIdentifier: [(url: URL, start: Date, transfer: Bool)]]>([:])
     /// How long after its deadline a load may end.
     static let slack = 1.0
 
@@ -64,11 +64,24 @@ final class ModelChecker: Sendable {
             || (failures.contains(.notFound) && Self.isUniversalVerdict(.invalidDownloadStatusCode(404), of: spec))
     }
 
+    /// True when the load may have put its URL on its manager's failed list for a verdict on the transfer (a 404),
+    /// which blocks data loads too; a verdict on the bytes (undecodable, too large) blocks only image loads.
+    func mayHaveBlockedTransfer(_ spec: LoadSpec, _ record: LoadRecord) -> Bool {
+        guard case .failure(let error)? = record.summary.0 else { return false }
+        let expired = error.code == .timedOut && error.stage == .request && spec.context.loadTimeout != nil
+        guard error.code == .cancelled || expired else {
+            return Self.isUniversalVerdict(error, of: spec) && ImageManager.failedURLVerdict(of: error) == .transfer
+        }
+        return world.origin.failures(of: spec.url).contains(.notFound)
+            && Self.isUniversalVerdict(.invalidDownloadStatusCode(404), of: spec)
+    }
+
     /// Remembers the wave's possible verdicts, per manager.
     func recordVerdicts(_ loads: [(LoadSpec, LoadRecord)], manager: (Int) -> ImageManager) {
         for (spec, record) in loads where mayHaveBlocked(spec, record) {
             let id = ObjectIdentifier(manager(spec.replica))
-            verdicts.withLock { $0[id, default: []].append((spec.url, record.startedAt)) }
+            let transfer = mayHaveBlockedTransfer(spec, record)
+            verdicts.withLock { $0[id, default: []].append((spec.url, record.startedAt, transfer)) }
         }
     }
 
@@ -188,6 +201,20 @@ final class ModelChecker: Sendable {
         let decodeCodes: Set<ImageError.Code> = [.imageTooLarge, .noCoder, .transformFailed, .encodeFailed]
         if decodeCodes.contains(error.code) || error.stage == .decode {
             messages.append("\(label): failed with \(error): an image's verdict reached a data load")
+        } else if error.code == .blockedURL {
+            // Only a verdict on the transfer blocks a data load.
+            let id = ObjectIdentifier(manager)
+            let blocked =
+                !spec.options.contains(.retryFailed)
+                && (verdicts.withLock { $0[id] ?? [] }.contains { $0.url == spec.url && $0.transfer }
+                    || loads.contains { other, otherRecord in
+                        other.url == spec.url && other.replica == spec.replica
+                            && otherRecord.startedAt <= record.endedAt && mayHaveBlockedTransfer(other, otherRecord)
+                    })
+            if !blocked {
+                messages.append(
+                    "\(label): blocked, and no verdict on the transfer explains it" + neighbours(index, loads: loads))
+            }
         } else if !explains(error, index: index, loads: loads, controls: controls, manager: manager) {
             messages.append(
                 "\(label): failed with \(error), which nothing in the program explains"
