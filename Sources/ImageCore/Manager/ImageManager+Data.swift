@@ -62,7 +62,11 @@ extension ImageManager {
 
     /// Loads the bytes at `url` from the loader, without decoding them; see ``loadData(with:options:context:)``.
     ///
-    /// - Parameter completed: called exactly once, on the context's callback queue.
+    /// - Parameters:
+    ///   - url: the URL; nil fails with `invalidURL`.
+    ///   - options: the load's flags (``ImageOptions``): `.retryFailed`, `.refreshCached` with validators, priority…
+    ///   - context: per-load keys (``ImageContext``), layered over the manager's defaults.
+    ///   - completed: called exactly once, on the context's callback queue.
     /// - Returns: the handle that cancels this load only (its ``ImageLoadOperation/priority`` reaches the transfer).
     @discardableResult
     public func loadData(
