@@ -13,9 +13,9 @@ import Synchronization
 /// (FIFO or LIFO, ``/ImageCore/ImageOptions/highPriority`` first, ``/ImageCore/ImageOptions/lowPriority`` last).
 /// Identical requests — same method, URL and headers after the modifiers — share one transfer; every caller still gets
 /// its own ``/ImageCore/ImageOperation``, and cancelling it completes only that caller with `cancelled` (the last one
-/// leaving cancels the transfer and closes its connection). With ``/ImageCore/ImageOptions/refreshCached`` and a
-/// ``/ImageCore/ImageContext/loaderCachedMetadata`` the request is conditional and a 304 completes with
-/// `cacheNotModified`.
+/// leaving cancels the transfer and closes its connection). With a flag of ``/ImageCore/ImageOptions/revalidating``
+/// (`.refreshCached`, `.refreshStale`) and a ``/ImageCore/ImageContext/loaderCachedMetadata`` the request is
+/// conditional and a 304 completes with `cacheNotModified` (carrying the 304's response).
 ///
 /// Modifiers: the configuration's request modifier, then the context's, shape the request; a load with a request
 /// modifier in its context gets a transfer of its own. The configuration's response modifier, then the context's
@@ -257,7 +257,7 @@ public final class HTTPLoader: ImageLoader {
     /// response modifiers), `invalidDownloadContentType`, `invalidDownloadResponse` (a response modifier returned
     /// nil, redirect loop or limit), ``ImageCore/ImageError/Code/redirectRefused``, `downloadTooLarge`, `timedOut`
     /// (idle timeout, deadline, minimum rate), `downloadFailed` (connection, DNS, TLS, reset, truncated body; AHC's
-    /// error as `underlying`), `cacheNotModified` (304 for ``/ImageCore/ImageOptions/refreshCached``), `badImageData`
+    /// error as `underlying`), `cacheNotModified` (304 for ``/ImageCore/ImageOptions/revalidating``), `badImageData`
     /// (the decryptor returned nil), or whatever the context's ``/ImageCore/ImageContext/downloadHeaderCheck`` rejected
     /// the bytes with. A failure after the response head arrived carries that response
     /// (``/ImageCore/ImageError/response``: status and headers), so a caller can log why it was refused.
@@ -331,7 +331,7 @@ public final class HTTPLoader: ImageLoader {
             request[header: "Cookie"] = cookies
             headerKey = nil
         }
-        if options.contains(.refreshCached), let cached = context.loaderCachedMetadata {
+        if !options.isDisjoint(with: .revalidating), let cached = context.loaderCachedMetadata {
             if let etag = cached.etag.flatMap(HTTPResponseParsing.entityTag) { request[header: "If-None-Match"] = etag }
             if let lastModified = cached.lastModified { request[header: "If-Modified-Since"] = lastModified }
             headerKey = nil

@@ -107,6 +107,39 @@ import Testing
         }
     }
 
+    /// `.refreshStale` over HTTP: a `max-age=0` answer is stale at once, so the next load sends `If-None-Match`;
+    /// the 304's own `max-age` renews the entry, so the load after it sends nothing.
+    @Test func refreshStaleRevalidatesAStaleEntryAndA304RenewsIt() async throws {
+        let body = [UInt8](TestCoder.data(width: 6, height: 5))
+        try await withServer(script: { request in
+            if request.header("If-None-Match") == "\"v1\"" {
+                return .respond(status: .notModified, headers: [("ETag", "\"v1\""), ("Cache-Control", "max-age=300")])
+            }
+            return .respond(
+                headers: [("Content-Type", "image/x-test"), ("ETag", "\"v1\""), ("Cache-Control", "max-age=0")],
+                body: body)
+        }) { server, loader in
+            let cache = RecordingCache()
+            let manager = ImageManager(cache: cache, loader: loader)
+            var context = ImageContext()
+            context.imageCoder = TestCoder()
+            let url = server.url("/fresh.timg")
+            let first = try await manager.loadImage(
+                with: url, options: [.refreshStale, .waitStoreCache], context: context)
+            #expect(first.cacheType == .none && first.image.width == 6)
+            let second = try await manager.loadImage(with: url, options: .refreshStale, context: context)
+            #expect(second.isNotModified && second.image.width == 6)
+            #expect(server.requests(to: "/fresh.timg").count == 2)
+            #expect(server.requests(to: "/fresh.timg").last?.header("If-None-Match") == "\"v1\"")
+            let key = try #require(second.cacheKey, "a coder in the context makes a key of its own")
+            #expect(
+                await waitUntil { (cache.diskMetadata(forKey: key)?.expiresAt?.timeIntervalSinceNow ?? 0) > 250 })
+            let third = try await manager.loadImage(with: url, options: .refreshStale, context: context)
+            #expect(third.image.width == 6 && !third.isNotModified && third.cacheType != .none)
+            #expect(server.requests(to: "/fresh.timg").count == 2, "fresh after the 304: no request")
+        }
+    }
+
     @Test func a404IsBlockedByTheManagerAnd500IsNot() async throws {
         try await withServer(script: { request in
             .respond(status: request.path == "/missing.png" ? .notFound : .internalServerError)

@@ -44,6 +44,21 @@ import Testing
         #expect(!rig.manager.isRunning)
     }
 
+    @Test("a loader that delivers no bytes fails a data load with a typed error, not an empty success")
+    func noBytesIsATypedFailure() async throws {
+        let rig = Rig()
+        let url = testURL()
+        rig.loader.set(.data(Data(), ResponseMetadata(url: url, statusCode: 200)), for: url)
+        do {
+            let loaded = try await rig.manager.loadData(with: url)
+            Issue.record("an empty success: \(loaded.data.count) bytes")
+        } catch {
+            #expect(error.code == .invalidDownloadResponse && error.stage == .download)
+        }
+        #expect(!rig.manager.isFailedURL(url), "not a verdict on the URL: the loader may deliver next time")
+        #expect(!rig.manager.isRunning)
+    }
+
     @Test("an image load's pixel budget and failed decode never reach the data load sharing its transfer")
     func whatAnImageLoadDoesNeverReachesTheDataLoad() async throws {
         let rig = Rig()

@@ -163,6 +163,15 @@ public final class ModelOrigin: ImageLoader, Sendable {
     /// The ETag of `url` at `version` for `partition`.
     public static func etag(version: Int, partition: String?) -> String { "\"v\(version)-\(partition ?? "-")\"" }
 
+    /// Whether the origin says `url`'s images stay fresh (`Cache-Control: max-age=3600`, longer than any program):
+    /// `b.timg`, `anim-d.timg` and `color-2.png`; every other URL is answered without a lifetime (stale at once).
+    public static func isLongLived(_ url: URL) -> Bool {
+        ["b.timg", "anim-d.timg", "color-2.png"].contains(url.lastPathComponent)
+    }
+
+    /// The lifetime the origin states for long-lived URLs (``isLongLived(_:)``), seconds.
+    public static let longLifetime = 3600
+
     /// A URL without its query: a request modifier may add one, the origin serves the path.
     static func path(_ url: URL) -> String {
         guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else {
@@ -342,7 +351,12 @@ public final class ModelOrigin: ImageLoader, Sendable {
             if answer.cachedETag == answer.etag {
                 result = .failure(ImageError(.cacheNotModified, stage: .download))
             } else {
-                if answer.mode == .noStore { response.headers["cache-control"] = "no-store" }
+                if answer.mode == .noStore {
+                    response.headers["cache-control"] = "no-store"
+                } else if Self.isLongLived(answer.url) {
+                    response.headers["cache-control"] = "max-age=\(Self.longLifetime)"
+                    response.maxAge = Self.longLifetime
+                }
                 result = .success(LoadedImageData(data: body, response: response))
             }
         }

@@ -55,7 +55,8 @@ public struct ImageError: Error, Sendable, CustomStringConvertible {
         /// `acceptableContentTypes`, when set). Stage `download`.
         public static let invalidDownloadContentType = Code("invalidDownloadContentType")
         /// The response can't be used: a response modifier returned nil, a redirect loop or too many redirects, a
-        /// redirect without a usable `Location`, or no response head at all. Stage `download`.
+        /// redirect without a usable `Location`, or no response head at all; a data load whose loader delivered no
+        /// bytes (an image it made itself, or an empty body). Stage `download`.
         public static let invalidDownloadResponse = Code("invalidDownloadResponse")
         /// The body is larger than the loader's limit: HTTPLoader's `maximumResponseSize` (from `Content-Length`
         /// or as bytes arrive), ``FileLoader``'s maximum file size. Stage `download`.

@@ -310,10 +310,17 @@ final class FetchJob: Sendable {
                                 cacheKey: plan.key)))
                 }
             case .deliverSource(let subscribers, let source):
+                // A loader that handed over an image it made, without its bytes, has nothing a data load can take:
+                // a typed failure, not an empty success.
+                guard let data = source.originalData, !data.isEmpty else {
+                    let error = ImageError(
+                        .invalidDownloadResponse, stage: .download, message: "the loader delivered no bytes")
+                    for subscriber in subscribers { subscriber.info.operation.finish(.failure(error)) }
+                    continue
+                }
                 for subscriber in subscribers where subscriber.info.operation.decideDataResult() {
                     let result = ImageDataResult(
-                        data: source.originalData ?? Data(), response: source.response ?? ResponseMetadata(),
-                        url: subscriber.info.plan.url)
+                        data: data, response: source.response ?? ResponseMetadata(), url: subscriber.info.plan.url)
                     let deliver = subscriber.info.deliverData
                     let queue = subscriber.info.operation.callbackQueue
                     if case .current = queue.kind { deliver?(result) } else { queue.execute { deliver?(result) } }

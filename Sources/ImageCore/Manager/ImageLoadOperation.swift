@@ -21,7 +21,12 @@ public final class ImageLoadOperation: PrioritizableOperation {
     /// it.
     private final class CachedResult: Sendable {
         let result: ImageResult
-        init(_ result: ImageResult) { self.result = result }
+        /// Renews the cached entry when the revalidation says it is current (given the 304's response, if any).
+        let renew: (@Sendable (ResponseMetadata?) -> Void)?
+        init(_ result: ImageResult, renew: (@Sendable (ResponseMetadata?) -> Void)? = nil) {
+            self.result = result
+            self.renew = renew
+        }
     }
 
     private final class QueryBox: Sendable {
@@ -232,6 +237,14 @@ public final class ImageLoadOperation: PrioritizableOperation {
         }
     }
 
+    /// Remembers `result` as the answer to "not modified" without delivering it (a `.refreshStale` revalidation);
+    /// `renew` runs when that answer is given.
+    func keepCached(_ result: ImageResult, renew: @escaping @Sendable (ResponseMetadata?) -> Void) {
+        state.withLock { state in
+            if !state.finished { state.cachedResult = CachedResult(result, renew: renew) }
+        }
+    }
+
     /// Delivers a progressive preview.
     func deliverPreview(_ result: ImageResult) {
         enqueue(.result(.success(result.nonFinal()))) { _ in true }
@@ -244,9 +257,11 @@ public final class ImageLoadOperation: PrioritizableOperation {
     }
 
     /// Delivers the final result, once. A cancelled load never delivers an image; a revalidation that found the
-    /// cached copy current delivers the cached image with ``ImageResult/isNotModified``.
-    func finish(_ result: Result<ImageResult, ImageError>) {
+    /// cached copy current delivers the cached image with ``ImageResult/isNotModified``, and renews the entry unless
+    /// `renews` is false (the load was not allowed to ask the loader: nothing said the entry is current).
+    func finish(_ result: Result<ImageResult, ImageError>, renews: Bool = true) {
         var deadline: DeadlineTimer.Token?
+        var renewal: (() -> Void)?
         let decided = state.withLock { state -> (Result<ImageResult, ImageError>, Bool, [MissClaim])? in
             guard !state.finished else { return nil }
             state.finished = true
@@ -260,8 +275,10 @@ public final class ImageLoadOperation: PrioritizableOperation {
             if state.cancelled {
                 final = .failure(state.expired ? Self.expiredError : .cancelled())
             } else if case .failure(let error) = result, error.code == .cacheNotModified,
-                let cached = state.cachedResult?.result
+                let kept = state.cachedResult
             {
+                let cached = kept.result
+                if renews, let renew = kept.renew { renewal = { renew(error.response) } }
                 final = .success(
                     ImageResult(
                         image: cached.image, data: cached.data, cacheType: cached.cacheType, url: cached.url,
@@ -271,6 +288,7 @@ public final class ImageLoadOperation: PrioritizableOperation {
         }
         guard let (final, start, claims) = decided else { return }
         if let deadline { DeadlineTimer.shared.remove(deadline) }
+        renewal?()
         // Misses not handed to a job: this load ends without fetching for them.
         for claim in claims { claim.end(.abandoned) }
         manager?.unregister(self)

@@ -20,8 +20,10 @@ extension ImageManager {
             refusal = nil
         }
         if let refusal {
-            // A revalidating load that may not download keeps its cached image as the final result.
-            return operation.finish(.failure(cached == nil ? refusal : ImageError(.cacheNotModified, stage: .download)))
+            // A revalidating load that may not download keeps its cached image as the final result (not renewed: no
+            // loader said it is current).
+            return operation.finish(
+                .failure(cached == nil ? refusal : ImageError(.cacheNotModified, stage: .download)), renews: false)
         }
         var context = plan.context
         // Everything that changes the transfer is a field of the job's key (escaped: a partition or a validator can't

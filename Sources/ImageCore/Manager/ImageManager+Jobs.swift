@@ -86,13 +86,19 @@ extension ImageManager {
         return {
             let found: Image?
             switch plan.cache.queryImageSync(forKey: key, options: [], context: plan.context, cacheType: .memory) {
-            case .hit(let hit): found = hit.image
+            // A `.refreshStale` load serves only a fresh entry without asking the loader.
+            case .hit(let hit):
+                found = Revalidation.serves(hit.metadata, options: plan.options, now: Date()) ? hit.image : nil
             case .miss: found = nil
             case .needsAsyncQuery:
                 // A cache without the synchronous query may still answer memory before returning.
                 let answer = Locked<Image?>(nil)
                 _ = plan.cache.queryImage(forKey: key, options: [], context: plan.context, cacheType: .memory) {
-                    if case .success(let hit?) = $0, let image = hit.image { answer.withLock { $0 = image } }
+                    if case .success(let hit?) = $0, let image = hit.image,
+                        Revalidation.serves(hit.metadata, options: plan.options, now: Date())
+                    {
+                        answer.withLock { $0 = image }
+                    }
                 }
                 found = answer.value
             }

@@ -188,7 +188,7 @@ extension ImageManager {
         _ url: URL, _ lookup: inout LoadLookup, context: ImageContext, hit: (consuming ImageResult) -> Void
     ) -> MemoryAnswer? {
         guard lookup.hasKey, lookup.queryCacheType.contains(.memory),
-            lookup.options.isDisjoint(with: [.fromLoaderOnly, .refreshCached, .queryMemoryData])
+            lookup.options.isDisjoint(with: [.fromLoaderOnly, .refreshCached, .refreshStale, .queryMemoryData])
         else { return .query }
         switch lookup.queryImageSync(context: context, manager: self) {
         case .hit(var found):
@@ -219,8 +219,11 @@ extension ImageManager {
         guard let key = plan.key, !plan.options.contains(.fromLoaderOnly), levels != .none else {
             return queryOriginalOrDownload(operation, plan)
         }
-        // Revalidation needs the entry's validators, which live with the bytes: read them even on a memory hit.
-        let queryOptions = plan.options.contains(.refreshCached) ? plan.options.union(.queryMemoryData) : plan.options
+        // Revalidation needs the entry's validators (and `.refreshStale` its lifetime), which live with the bytes:
+        // read them even on a memory hit.
+        let queryOptions =
+            plan.options.isDisjoint(with: [.refreshCached, .refreshStale])
+            ? plan.options : plan.options.union(.queryMemoryData)
         // A claiming query: what a miss holds (a fleet lease) is this load's to end (``MissClaim``); on a hit the cache
         // ends it itself, so a revalidation that read the bytes below a memory hit leaves no lease behind.
         let query = plan.cache.queryImageClaimingMiss(
@@ -243,13 +246,14 @@ extension ImageManager {
     private func handleHit(
         _ hit: CacheQueryResult, key: String, levels: ImageCacheType, _ operation: ImageLoadOperation, _ plan: LoadPlan
     ) {
+        let revalidation = Revalidation(options: plan.options, hit: hit, now: Date())
         if let cached = hit.image {
             if let image = plan.deliverable(fromCached: cached) {
                 let result = ImageResult(
                     image: image, data: image === cached ? hit.data : nil, cacheType: hit.cacheType, url: plan.url,
                     cacheKey: key)
-                guard plan.options.contains(.refreshCached) else { return operation.finish(.success(result)) }
-                operation.deliverCached(result)
+                guard revalidation != .none else { return operation.finish(.success(result)) }
+                keepForRevalidation(result, hit: hit, key: key, revalidation, operation, plan)
                 return download(operation, plan, cached: hit)
             }
             // The level that holds the image can't honour this load (see `deliverable`): use the bytes if the hit
@@ -265,7 +269,7 @@ extension ImageManager {
         let jobKey = CacheKeys.composite([("cache", String(hit.cacheType.rawValue)), ("key", key)])
         let decodeOptions = plan.isDerived ? plan.productDecodeOptions : plan.decodeOptions
         let inline = plan.options.contains(.queryDiskDataSync)
-        guard plan.options.contains(.refreshCached) else {
+        guard revalidation != .none else {
             return subscribe(
                 operation, plan, jobKey: jobKey, inline: inline, decodeOptions: decodeOptions,
                 cacheOrigin: source.origin, fallback: { self.queryOriginalOrDownload($0, plan) }
@@ -280,9 +284,9 @@ extension ImageManager {
             guard case .success(let decoded) = result, decoded.isFinal else {
                 return self.download(operation, plan, cached: nil)
             }
-            operation.deliverCached(decoded)
             var withImage = hit
             withImage.image = decoded.image
+            self.keepForRevalidation(decoded, hit: withImage, key: key, revalidation, operation, plan)
             self.download(operation, plan, cached: withImage)
         }
         operation.attach(query: inner)
@@ -313,6 +317,10 @@ extension ImageManager {
                 if case .failure(let error) = result, error.isCancellation { return operation.finish(.failure(error)) }
                 operation.addClaim(
                     MissClaim(cache: plan.originalCache, key: originalKey, levels: plan.originalQueryCacheType))
+                return self.download(operation, plan, cached: nil)
+            }
+            // A stale original is fetched again (its bytes are this load's source, not the entry it revalidates).
+            guard Revalidation.serves(hit.metadata, options: plan.options, now: Date()) else {
                 return self.download(operation, plan, cached: nil)
             }
             // A still image's pixels serve any thumbnail (resampled); an animation's only at full size.

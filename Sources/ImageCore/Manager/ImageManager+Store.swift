@@ -49,13 +49,15 @@ extension ImageManager {
             }
         }
         var requests: [StoreRequest] = []
-        // A derived entry carries its source response's validators: a revalidation of the derived key asks the
-        // origin about the source it was made from, and a 304 keeps the entry. (Its content type is the serializer's
-        // format, set once the bytes are known.)
+        // A derived entry carries its source response's validators and lifetime: a revalidation of the derived key
+        // asks the origin about the source it was made from, a 304 keeps the entry, and `.refreshStale` serves it while
+        // the source is fresh. (Its content type is the serializer's format, set once the bytes are known.)
         let response = source.response
         let derivedMetadata = { (image: Image) -> CacheEntryMetadata in
+            let now = Date()
             var metadata = CacheEntryMetadata(
-                originalKey: key, etag: response?.etag, lastModified: response?.lastModified, storedAt: Date())
+                originalKey: key, etag: response?.etag, lastModified: response?.lastModified, maxAge: response?.maxAge,
+                expiresAt: response?.maxAge.map { now.addingTimeInterval(TimeInterval($0)) }, storedAt: now)
             metadata.contentType = image.format.mimeType
             return metadata
         }

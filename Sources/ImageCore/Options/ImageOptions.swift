@@ -17,6 +17,22 @@ public struct ImageOptions: OptionSet, Hashable, Sendable {
     public static let progressiveLoad = ImageOptions(.progressiveLoad)
     /// Deliver the cached image, then revalidate it with the loader (ETag / Last-Modified).
     public static let refreshCached = ImageOptions(.refreshCached)
+    /// Serve a cached entry only while the response it came from said it is fresh, and revalidate it once stale.
+    ///
+    /// Fresh means the entry's ``CacheEntryMetadata/expiresAt`` (now + the response's `Cache-Control: max-age` when
+    /// stored) has not passed; an entry without one (no `max-age`, `no-cache`, a level that keeps no metadata) is
+    /// stale. A stale entry is revalidated with the loader before the load answers, with the entry's validators
+    /// (`If-None-Match`, `If-Modified-Since`): a 304 answers with the cached image (``ImageResult/isNotModified``)
+    /// and renews the entry's lifetime from the 304's `max-age`, else the stored one; new bytes replace it. Unlike
+    /// ``refreshCached``, nothing is delivered before the answer, and a fresh entry costs no request. A failed
+    /// revalidation fails the load; with ``fromCacheOnly`` the stale entry is the answer. No effect on data loads,
+    /// which never read the cache; ``refreshCached`` in the same options wins.
+    public static let refreshStale = ImageOptions(.refreshStale)
+
+    /// The flags under which the manager revalidates a cached entry: a loader given one of them and
+    /// ``ImageContext/loaderCachedMetadata`` sends that entry's validators (`If-None-Match`, `If-Modified-Since`) and
+    /// answers a current copy with ``ImageError/Code/cacheNotModified``.
+    public static let revalidating: ImageOptions = [.refreshCached, .refreshStale]
     /// Let the loader send and store cookies.
     public static let handleCookies = ImageOptions(.handleCookies)
     /// Accept invalid TLS certificates (tests and internal hosts only).

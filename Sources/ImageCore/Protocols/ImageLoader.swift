@@ -9,9 +9,10 @@ import Foundation
 /// Threading: `requestImage` is called on the thread that starts the load and must return quickly; the loader
 /// calls `progress` and `completion` from its own threads (never holding a lock), `completion` exactly once.
 /// After the returned operation is cancelled the loader completes with ``ImageError/Code/cancelled`` as soon as
-/// it can. For ``ImageOptions/refreshCached`` the context carries ``ImageContext/loaderCachedImage`` and
-/// ``ImageContext/loaderCachedMetadata``; a loader that finds the copy current completes with
-/// ``ImageError/Code/cacheNotModified``.
+/// it can. When the manager revalidates an entry (the options hold a flag of ``ImageOptions/revalidating``), the
+/// context carries ``ImageContext/loaderCachedImage`` and ``ImageContext/loaderCachedMetadata``; a loader that finds
+/// the copy current completes with ``ImageError/Code/cacheNotModified``, carrying the 304's response
+/// (``ImageError/response``) when it has one: its `max-age` renews a `.refreshStale` entry.
 public protocol ImageLoader: Sendable {
     /// True when this loader handles `url` (scheme, host …).
     func canRequestImage(for url: URL) -> Bool

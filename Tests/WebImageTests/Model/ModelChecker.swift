@@ -132,6 +132,15 @@ final class ModelChecker: Sendable {
         switch result {
         case .success(let loaded):
             if cancelled { messages.append("\(label): cancelled, yet delivered an image") }
+            // `.refreshStale` serves an entry as it is only while it is fresh: only the origin's long-lived URLs
+            // ever are; any other entry is revalidated first (a 304, or new bytes), or kept by `.fromCacheOnly`.
+            if spec.options.contains(.refreshStale), !spec.options.contains(.refreshCached),
+                loaded.cacheType != .none, !loaded.isNotModified, !ModelOrigin.isLongLived(spec.url)
+            {
+                messages.append(
+                    "\(label): .refreshStale served a \(loaded.cacheType) entry that no answer said is fresh, "
+                        + "without revalidating it")
+            }
             let got = Signature(loaded.image)
             let acceptable = reference.acceptable(spec, cacheType: loaded.cacheType)
             if acceptable[got] == nil {

@@ -140,7 +140,7 @@ enum OptionDraws {
         flag(.avoidAutoSetImage, extra: throughTarget), flag(.transformAnimatedImage, extra: withTransformer),
         flag(.scaleDownLargeImages), flag(.queryMemoryData), flag(.queryMemoryDataSync), flag(.queryDiskDataSync),
         flag(.fromCacheOnly), flag(.fromLoaderOnly), flag(.decodeFirstFrameOnly), flag(.preloadAllFrames),
-        flag(.waitStoreCache), flag(.avoidAutoCancelImage, extra: throughTarget),
+        flag(.waitStoreCache), flag(.avoidAutoCancelImage, extra: throughTarget), flag(.refreshStale),
     ]
 
     static let keyDraws: [(String, Draw)] = [

@@ -7,6 +7,7 @@ extension ImageOptions {
         case allowInvalidSSLCertificates, delayPlaceholder, avoidAutoSetImage, transformAnimatedImage
         case scaleDownLargeImages, queryMemoryData, queryMemoryDataSync, queryDiskDataSync, fromCacheOnly
         case fromLoaderOnly, decodeFirstFrameOnly, preloadAllFrames, waitStoreCache, avoidAutoCancelImage
+        case refreshStale
 
         /// What the flag changes.
         public var traits: OptionTraits {
@@ -14,7 +15,8 @@ extension ImageOptions {
             case .retryFailed: OptionTraits(.sources)
             case .lowPriority, .highPriority: .scheduling
             case .progressiveLoad: .scheduling
-            case .refreshCached: OptionTraits([.bytesFetched, .sources], download: .field("etag,lastModified"))
+            case .refreshCached, .refreshStale:
+                OptionTraits([.bytesFetched, .sources], download: .field("etag,lastModified"))
             case .handleCookies: OptionTraits(.bytesFetched, download: .field("cookies"))
             case .allowInvalidSSLCertificates: OptionTraits(.bytesFetched, download: .field("insecure"))
             case .delayPlaceholder, .avoidAutoSetImage, .avoidAutoCancelImage: .scheduling
@@ -51,6 +53,7 @@ extension ImageOptions {
             case .preloadAllFrames: "preloadAllFrames"
             case .waitStoreCache: "waitStoreCache"
             case .avoidAutoCancelImage: "avoidAutoCancelImage"
+            case .refreshStale: "refreshStale"
             }
         }
     }

@@ -1,0 +1,73 @@
+import Foundation
+
+/// How a load treats the cached entry of its key that it found: serve it, or revalidate it with the loader.
+///
+/// ``ImageOptions/refreshCached`` revalidates every entry after delivering it; ``ImageOptions/refreshStale`` only a
+/// stale one (``isFresh(_:now:)``), before answering, and renews the entry when the loader says it is current.
+enum Revalidation: Equatable {
+    /// Serve the entry.
+    case none
+    /// Deliver the entry (non-final), then revalidate it: `.refreshCached`.
+    case afterDelivery
+    /// Revalidate the entry before answering, since it is stale: `.refreshStale`.
+    case beforeAnswer
+
+    init(options: ImageOptions, hit: CacheQueryResult, now: Date) {
+        if options.contains(.refreshCached) {
+            self = .afterDelivery
+        } else if options.contains(.refreshStale), !Self.isFresh(hit.metadata, now: now) {
+            self = .beforeAnswer
+        } else {
+            self = .none
+        }
+    }
+
+    /// Whether an entry with `metadata` may be served without asking the loader at `now`: its expiry, set from the
+    /// response's `max-age` when it was stored, has not passed. An entry without one is stale: nothing said it may
+    /// be reused, and a conditional request costs little.
+    static func isFresh(_ metadata: CacheEntryMetadata?, now: Date) -> Bool {
+        guard let expiresAt = metadata?.expiresAt else { return false }
+        return expiresAt > now
+    }
+
+    /// Whether a `.refreshStale` load may serve an entry with `metadata` as it is (any other load may).
+    static func serves(_ metadata: CacheEntryMetadata?, options: ImageOptions, now: Date) -> Bool {
+        !options.contains(.refreshStale) || isFresh(metadata, now: now)
+    }
+}
+
+extension ImageManager {
+    /// Keeps a cached result as the answer a "not modified" revalidation gives: delivered first for `.refreshCached`,
+    /// held back for `.refreshStale`, whose 304 also renews the entry (``renewal(of:image:key:plan:)``).
+    func keepForRevalidation(
+        _ result: ImageResult, hit: CacheQueryResult, key: String, _ revalidation: Revalidation,
+        _ operation: ImageLoadOperation, _ plan: LoadPlan
+    ) {
+        switch revalidation {
+        case .none: return
+        case .afterDelivery: operation.deliverCached(result)
+        case .beforeAnswer:
+            operation.keepCached(result, renew: renewal(of: hit, image: result.image, key: key, plan: plan))
+        }
+    }
+
+    /// What a 304 for a stale entry does: stores the entry again with a new expiry, from the 304's `max-age`, else
+    /// the lifetime stored with it (RFC 9111 §4.3.4: a 304 updates the stored response's freshness). An entry whose
+    /// lifetime nothing states stays stale: every `.refreshStale` load of it asks again. The bytes are rewritten
+    /// with the metadata (the protocol has no metadata-only update); a hit without bytes renews the memory level.
+    private func renewal(
+        of hit: CacheQueryResult, image: Image, key: String, plan: LoadPlan
+    ) -> @Sendable (ResponseMetadata?) -> Void {
+        let cache = plan.cache
+        let levels = hit.data == nil ? plan.storeCacheType.intersection(.memory) : plan.storeCacheType
+        return { response in
+            guard var metadata = hit.metadata, let lifetime = response?.maxAge ?? metadata.maxAge, levels != .none
+            else { return }
+            let now = Date()
+            metadata.maxAge = lifetime
+            metadata.expiresAt = now.addingTimeInterval(TimeInterval(lifetime))
+            metadata.storedAt = now
+            cache.store(image, data: hit.data, metadata: metadata, forKey: key, cacheType: levels, completion: nil)
+        }
+    }
+}

@@ -1,0 +1,134 @@
+import Foundation
+import ImageCore
+import ImageTestSupport
+import Testing
+
+/// `.refreshStale`: a cached entry is served while the response it came from said it is fresh, and revalidated
+/// before the load answers once it is stale; a 304 renews it.
+@Suite struct RefreshStaleTests {
+    private func seedEntry(_ rig: Rig, _ url: URL, expiresIn seconds: TimeInterval?, maxAge: Int? = 60) {
+        let key = url.absoluteString
+        rig.cache.seedDisk(
+            TestCoder.data(width: 7, height: 7),
+            metadata: CacheEntryMetadata(
+                originalKey: key, etag: "\"v1\"", maxAge: maxAge,
+                expiresAt: seconds.map { Date().addingTimeInterval($0) }),
+            forKey: key)
+    }
+
+    private static let notModified = ImageError(.cacheNotModified, stage: .download, statusCode: 304)
+
+    @Test func aFreshEntryIsServedWithoutAsking() async throws {
+        let rig = Rig()
+        let url = testURL()
+        seedEntry(rig, url, expiresIn: 3600)
+        rig.serve(url, width: 12, height: 12, etag: "\"v2\"")
+        let recorder = DeliveryRecorder()
+        rig.manager.loadImage(with: url, options: .refreshStale, context: rig.context(), completed: recorder.handler)
+        let final = try #require(await recorder.waitForFinal()).get()
+        #expect(final.image.width == 7 && final.cacheType == .disk && !final.isNotModified)
+        #expect(recorder.all.count == 1)
+        #expect(rig.loader.requestCount == 0)
+    }
+
+    @Test func aStaleEntryIsRevalidatedBeforeTheAnswerAndA304RenewsIt() async throws {
+        let rig = Rig()
+        let url = testURL()
+        let key = url.absoluteString
+        seedEntry(rig, url, expiresIn: -1)
+        var withLifetime = Self.notModified
+        withLifetime.response = ResponseMetadata(url: url, statusCode: 304, etag: "\"v1\"", maxAge: 120)
+        rig.loader.set(.failure(withLifetime), for: url)
+        let recorder = DeliveryRecorder()
+        rig.manager.loadImage(with: url, options: .refreshStale, context: rig.context(), completed: recorder.handler)
+        let final = try #require(await recorder.waitForFinal()).get()
+        #expect(recorder.all.count == 1, "nothing is delivered before the revalidation answers")
+        #expect(final.isFinal && final.isNotModified && final.image.width == 7)
+        let request = try #require(rig.loader.requests.first)
+        #expect(request.context.loaderCachedMetadata?.etag == "\"v1\"")
+        // Renewed from the 304's max-age: fresh for about two minutes.
+        #expect(
+            await waitUntil {
+                (rig.cache.diskMetadata(forKey: key)?.expiresAt?.timeIntervalSinceNow ?? 0) > 100
+            })
+        #expect(rig.cache.diskMetadata(forKey: key)?.maxAge == 120)
+        #expect(rig.cache.diskData(forKey: key) == TestCoder.data(width: 7, height: 7), "the bytes are kept")
+        // Fresh now: the next load asks nobody.
+        let again = try await rig.load(url, options: .refreshStale)
+            .get()
+        #expect(again.image.width == 7 && !again.isNotModified)
+        #expect(rig.loader.requestCount == 1)
+    }
+
+    @Test func a304WithoutALifetimeRenewsFromTheStoredOne() async throws {
+        let rig = Rig()
+        let url = testURL()
+        seedEntry(rig, url, expiresIn: -1, maxAge: 30)
+        rig.loader.set(.failure(Self.notModified), for: url)
+        let final = try await rig.load(url, options: .refreshStale).get()
+        #expect(final.isNotModified)
+        #expect(
+            await waitUntil {
+                let left = rig.cache.diskMetadata(forKey: url.absoluteString)?.expiresAt?.timeIntervalSinceNow ?? 0
+                return left > 20 && left <= 30
+            })
+    }
+
+    @Test func anEntryWithoutAnExpiryIsStaleAndNewBytesReplaceIt() async throws {
+        let rig = Rig()
+        let url = testURL()
+        let key = url.absoluteString
+        seedEntry(rig, url, expiresIn: nil, maxAge: nil)
+        rig.loader.set(
+            .data(
+                TestCoder.data(width: 12, height: 12),
+                ResponseMetadata(url: url, statusCode: 200, contentType: "image/x-test", etag: "\"v2\"", maxAge: 600)),
+            for: url)
+        let recorder = DeliveryRecorder()
+        rig.manager.loadImage(with: url, options: .refreshStale, context: rig.context(), completed: recorder.handler)
+        let final = try #require(await recorder.waitForFinal()).get()
+        #expect(recorder.all.count == 1)
+        #expect(final.image.width == 12 && final.cacheType == .none && !final.isNotModified)
+        #expect(await waitUntil { rig.cache.diskMetadata(forKey: key)?.etag == "\"v2\"" })
+        #expect((rig.cache.diskMetadata(forKey: key)?.expiresAt?.timeIntervalSinceNow ?? 0) > 500)
+    }
+
+    @Test func aFailedRevalidationFailsTheLoad() async throws {
+        let rig = Rig()
+        let url = testURL()
+        seedEntry(rig, url, expiresIn: -1)
+        rig.loader.set(.failure(.invalidDownloadStatusCode(503)), for: url)
+        let recorder = DeliveryRecorder()
+        rig.manager.loadImage(with: url, options: .refreshStale, context: rig.context(), completed: recorder.handler)
+        let final = try #require(await recorder.waitForFinal())
+        #expect(final.error?.statusCode == 503)
+        #expect(recorder.all.count == 1, "the stale image is never delivered")
+    }
+
+    @Test func fromCacheOnlyAnswersWithTheStaleEntryAndRenewsNothing() async throws {
+        let rig = Rig()
+        let url = testURL()
+        let key = url.absoluteString
+        seedEntry(rig, url, expiresIn: -1)
+        let final = try await rig.load(url, options: [.refreshStale, .fromCacheOnly]).get()
+        #expect(final.image.width == 7)
+        #expect(rig.loader.requestCount == 0)
+        try await Task.sleep(for: .milliseconds(50))
+        #expect((rig.cache.diskMetadata(forKey: key)?.expiresAt?.timeIntervalSinceNow ?? 0) < 0, "not renewed")
+        #expect(!rig.cache.stores.contains { if case .store(key, _, true, _) = $0 { true } else { false } })
+    }
+
+    @Test func refreshCachedWinsOverRefreshStale() async throws {
+        let rig = Rig()
+        let url = testURL()
+        seedEntry(rig, url, expiresIn: 3600)
+        rig.loader.set(.failure(Self.notModified), for: url)
+        let recorder = DeliveryRecorder()
+        rig.manager.loadImage(
+            with: url, options: [.refreshCached, .refreshStale], context: rig.context(), completed: recorder.handler)
+        let final = try #require(await recorder.waitForFinal()).get()
+        #expect(recorder.all.count == 2, "the cached image first, as .refreshCached does")
+        #expect(final.isNotModified)
+        #expect(rig.loader.requestCount == 1)
+    }
+}
