@@ -44,6 +44,11 @@ import Testing
         #expect(ImageOptions.retryFailed.rawValue == 1 && ImageOptions.avoidAutoCancelImage.rawValue == 1 << 19)
     }
 
+    @Test("the revalidating flags are the ones whose transfer carries the validators")
+    func revalidatingFlagsFollowFromTheDeclarations() {
+        #expect(ImageOptions.revalidating == [.refreshCached, .refreshStale])
+    }
+
     @Test("the catalog lists every option and control once, each with at least one effect")
     func catalogIsComplete() {
         let all = OptionCatalog.all

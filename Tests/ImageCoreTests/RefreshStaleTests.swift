@@ -132,3 +132,105 @@ import Testing
         #expect(rig.loader.requestCount == 1)
     }
 }
+
+/// `.refreshStale` on a data load: the manager keeps the bytes under the URL's original key and serves them while
+/// fresh, revalidates them once stale, and stores what it is served.
+@Suite struct RefreshStaleDataTests {
+    private static let bytes = TestCoder.data(width: 7, height: 7)
+
+    private func seed(_ rig: Rig, _ url: URL, expiresIn seconds: TimeInterval) {
+        rig.cache.seedDisk(
+            Self.bytes,
+            metadata: CacheEntryMetadata(
+                originalKey: url.absoluteString, contentType: "image/x-test", etag: "\"v1\"", maxAge: 60,
+                expiresAt: Date().addingTimeInterval(seconds)),
+            forKey: url.absoluteString)
+    }
+
+    private func answer(
+        _ rig: Rig, _ url: URL, width: Int = 12, maxAge: Int? = 600, headers: [String: String] = [:]
+    ) -> Data {
+        let data = TestCoder.data(width: width, height: width)
+        rig.loader.set(
+            .data(
+                data,
+                ResponseMetadata(
+                    url: url, statusCode: 200, contentType: "image/x-test", etag: "\"v2\"", maxAge: maxAge,
+                    headers: headers)),
+            for: url)
+        return data
+    }
+
+    @Test func freshBytesAreTheAnswerAndNobodyIsAsked() async throws {
+        let rig = Rig()
+        let url = testURL()
+        seed(rig, url, expiresIn: 3600)
+        _ = answer(rig, url)
+        let loaded = try await rig.manager.loadData(with: url, options: .refreshStale)
+        #expect(loaded.data == Self.bytes && loaded.cacheType == .disk && !loaded.isNotModified)
+        #expect(loaded.response.etag == "\"v1\"" && loaded.response.contentType == "image/x-test")
+        #expect(rig.loader.requestCount == 0)
+        #expect(rig.coder.decodeCount == 0, "a data load never decodes, cached or not")
+    }
+
+    @Test func staleBytesAreRevalidatedAndA304RenewsThem() async throws {
+        let rig = Rig()
+        let url = testURL()
+        let key = url.absoluteString
+        seed(rig, url, expiresIn: -1)
+        var notModified = ImageError(.cacheNotModified, stage: .download, statusCode: 304)
+        notModified.response = ResponseMetadata(url: url, statusCode: 304, etag: "\"v1\"", maxAge: 120)
+        rig.loader.set(.failure(notModified), for: url)
+        let loaded = try await rig.manager.loadData(with: url, options: .refreshStale)
+        #expect(loaded.data == Self.bytes && loaded.isNotModified && loaded.cacheType == .disk)
+        #expect(rig.loader.requests.first?.context.loaderCachedMetadata?.etag == "\"v1\"")
+        #expect(await waitUntil { (rig.cache.diskMetadata(forKey: key)?.expiresAt?.timeIntervalSinceNow ?? 0) > 100 })
+        let again = try await rig.manager.loadData(with: url, options: .refreshStale)
+        #expect(again.data == Self.bytes && !again.isNotModified && again.cacheType == .disk)
+        #expect(rig.loader.requestCount == 1, "renewed: the next load asks nobody")
+    }
+
+    @Test func servedBytesAreKeptAndReadWhileFresh() async throws {
+        let rig = Rig()
+        let url = testURL()
+        let key = url.absoluteString
+        let data = answer(rig, url)
+        let loaded = try await rig.manager.loadData(with: url, options: .refreshStale)
+        #expect(loaded.data == data && loaded.cacheType == .none)
+        #expect(await waitUntil { rig.cache.diskData(forKey: key) == data })
+        #expect(rig.cache.diskMetadata(forKey: key)?.etag == "\"v2\"")
+        let again = try await rig.manager.loadData(with: url, options: .refreshStale)
+        #expect(again.data == data && again.cacheType == .disk)
+        #expect(rig.loader.requestCount == 1)
+        // The image load of the URL finds the same bytes under its key.
+        let image = try await rig.load(url).get()
+        #expect(image.image.width == 12 && image.cacheType == .disk && rig.loader.requestCount == 1)
+    }
+
+    @Test func noStoreBytesAreNotKeptAndPlainDataLoadsNeverTouchTheCache() async throws {
+        let rig = Rig()
+        let url = testURL()
+        _ = answer(rig, url, headers: ["cache-control": "no-store"])
+        _ = try await rig.manager.loadData(with: url, options: .refreshStale)
+        try await Task.sleep(for: .milliseconds(30))
+        #expect(rig.cache.diskData(forKey: url.absoluteString) == nil)
+        #expect(rig.cache.stores.isEmpty)
+        let other = testURL()
+        _ = answer(rig, other)
+        _ = try await rig.manager.loadData(with: other)
+        #expect(!rig.cache.calls.contains { if case .query(other.absoluteString, _) = $0 { true } else { false } })
+        #expect(rig.cache.stores.isEmpty, "without .refreshStale a data load never reads or writes the cache")
+    }
+
+    @Test func fromCacheOnlyAnswersWithStaleBytesAndAMissFails() async throws {
+        let rig = Rig()
+        let url = testURL()
+        seed(rig, url, expiresIn: -1)
+        let loaded = try await rig.manager.loadData(with: url, options: [.refreshStale, .fromCacheOnly])
+        #expect(loaded.data == Self.bytes && !loaded.isNotModified && loaded.cacheType == .disk)
+        #expect(rig.loader.requestCount == 0)
+        await #expect(throws: ImageError.self) {
+            try await rig.manager.loadData(with: testURL(), options: [.refreshStale, .fromCacheOnly])
+        }
+    }
+}

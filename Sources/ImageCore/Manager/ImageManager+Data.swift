@@ -9,12 +9,21 @@ public struct ImageDataResult: Sendable {
     public let response: ResponseMetadata
     /// The requested URL.
     public let url: URL
+    /// The level that held the bytes (a ``ImageOptions/refreshStale`` data load); `.none` when the loader sent them.
+    public let cacheType: ImageCacheType
+    /// True when the loader found the cached bytes current (HTTP 304): ``data`` are the cached ones.
+    public let isNotModified: Bool
 
     /// Creates a result.
-    public init(data: Data, response: ResponseMetadata, url: URL) {
+    public init(
+        data: Data, response: ResponseMetadata, url: URL, cacheType: ImageCacheType = .none,
+        isNotModified: Bool = false
+    ) {
         self.data = data
         self.response = response
         self.url = url
+        self.cacheType = cacheType
+        self.isNotModified = isNotModified
     }
 }
 
@@ -31,10 +40,17 @@ extension ImageManager {
     /// does with them — a decode, a pixel budget, a transform, a store — reaches it: the header check never refuses
     /// a transfer a data load waits on.
     ///
-    /// It never reads or writes the cache: the bytes are the loader's answer of now. To revalidate bytes you keep,
-    /// set ``ImageOptions/refreshCached`` and put their validators in ``ImageContext/loaderCachedMetadata`` (the
-    /// HTTP loader then sends `If-None-Match` / `If-Modified-Since`): a loader that finds them current fails the load
-    /// with ``ImageError/Code/cacheNotModified``.
+    /// Without ``ImageOptions/refreshStale`` it never reads or writes the cache: the bytes are the loader's answer of
+    /// now. To revalidate bytes you keep, set ``ImageOptions/refreshCached`` and put their validators in
+    /// ``ImageContext/loaderCachedMetadata`` (the HTTP loader then sends `If-None-Match` / `If-Modified-Since`): a
+    /// loader that finds them current fails the load with ``ImageError/Code/cacheNotModified``.
+    ///
+    /// With `.refreshStale` the manager keeps the bytes for you, under the URL's original key (the key an image load
+    /// of the URL stores its downloaded bytes under, in the cache and levels of the context): bytes whose `max-age`
+    /// has not passed are the answer (``ImageDataResult/cacheType``); stale ones are revalidated with their validators
+    /// before the answer, a 304 answers with them (``ImageDataResult/isNotModified``) and renews their lifetime; new
+    /// bytes are stored (unless `no-store`, or `private` without ``cachesPrivateResponses``). With `.fromCacheOnly`
+    /// stale bytes are the answer and a miss fails with `cacheMiss`.
     ///
     /// As an image load, it fails with `invalidURL` for an empty or relative URL and with `blockedURL` for a URL on
     /// the failed-URL list (unless ``ImageOptions/retryFailed``), but only for a verdict on the transfer (a 404),
@@ -83,10 +99,15 @@ extension ImageManager {
             url, options: options, context: context, wantsData: true, failed: { failedOperation($0, context, failed) }
         ) { url, context, lookup in
             let plan = LoadPlan(url: url, lookup: lookup, context: context, manager: self)
-            let operation = ImageLoadOperation(
-                url: url, manager: self, callbackQueue: plan.callbackQueue, progress: nil, completion: failed)
-            if let timeout = context.loadTimeout { Self.expire(operation, after: timeout) }
-            download(operation, plan, cached: nil) { completed(.success($0)) }
+            let operation: ImageLoadOperation
+            if plan.options.contains(.refreshStale), !plan.options.contains(.refreshCached) {
+                operation = loadKeptData(plan, completed: completed)
+            } else {
+                operation = ImageLoadOperation(
+                    url: url, manager: self, callbackQueue: plan.callbackQueue, progress: nil, completion: failed)
+                if let timeout = context.loadTimeout { Self.expire(operation, after: timeout) }
+                download(operation, plan, cached: nil) { completed(.success($0)) }
+            }
             if !operation.isFinished {
                 register(operation)
                 if operation.isFinished { unregister(operation) }

@@ -9,17 +9,7 @@ extension ImageManager {
         deliverData: (@Sendable (ImageDataResult) -> Void)? = nil
     ) {
         let url = plan.url
-        let refusal: ImageError?
-        if plan.options.contains(.fromCacheOnly) {
-            refusal = ImageError(.cacheMiss, stage: .cacheQuery, message: "not cached and .fromCacheOnly is set")
-        } else if delegate?.imageManager(self, shouldDownloadImageFor: url) == false {
-            refusal = ImageError(.cacheMiss, stage: .download, message: "the delegate refused the download")
-        } else if !plan.loader.canRequestImage(for: url) {
-            refusal = ImageError(.noLoader, stage: .download, message: "no loader for \(url.scheme ?? "this URL")")
-        } else {
-            refusal = nil
-        }
-        if let refusal {
+        if let refusal = downloadRefusal(plan) {
             // A revalidating load that may not download keeps its cached image as the final result (not renewed: no
             // loader said it is current).
             return operation.finish(
@@ -100,6 +90,21 @@ extension ImageManager {
             job.adopt(download)
             return download
         }
+    }
+
+    /// Why `plan` may not download, or nil: `.fromCacheOnly`, the delegate's veto, no loader for the URL.
+    func downloadRefusal(_ plan: LoadPlan) -> ImageError? {
+        let url = plan.url
+        if plan.options.contains(.fromCacheOnly) {
+            return ImageError(.cacheMiss, stage: .cacheQuery, message: "not cached and .fromCacheOnly is set")
+        }
+        if delegate?.imageManager(self, shouldDownloadImageFor: url) == false {
+            return ImageError(.cacheMiss, stage: .download, message: "the delegate refused the download")
+        }
+        if !plan.loader.canRequestImage(for: url) {
+            return ImageError(.noLoader, stage: .download, message: "no loader for \(url.scheme ?? "this URL")")
+        }
+        return nil
     }
 
     /// Bytes after which a header that no coder could read is given up on (the decode judges it).

@@ -30,6 +30,19 @@ enum Revalidation: Equatable {
         return expiresAt > now
     }
 
+    /// `metadata` renewed by a revalidation that found it current at `now`: a new expiry from the 304's `max-age`,
+    /// else the lifetime stored with it (RFC 9111 §4.3.4: a 304 updates the stored response's freshness). Nil when
+    /// nothing states a lifetime: the entry stays stale, and every `.refreshStale` load of it asks again.
+    static func renewed(
+        _ metadata: CacheEntryMetadata?, response: ResponseMetadata?, now: Date
+    ) -> CacheEntryMetadata? {
+        guard var metadata, let lifetime = response?.maxAge ?? metadata.maxAge else { return nil }
+        metadata.maxAge = lifetime
+        metadata.expiresAt = now.addingTimeInterval(TimeInterval(lifetime))
+        metadata.storedAt = now
+        return metadata
+    }
+
     /// Whether a `.refreshStale` load may serve an entry with `metadata` as it is (any other load may).
     static func serves(_ metadata: CacheEntryMetadata?, options: ImageOptions, now: Date) -> Bool {
         !options.contains(.refreshStale) || isFresh(metadata, now: now)
@@ -51,22 +64,17 @@ extension ImageManager {
         }
     }
 
-    /// What a 304 for a stale entry does: stores the entry again with a new expiry, from the 304's `max-age`, else
-    /// the lifetime stored with it (RFC 9111 §4.3.4: a 304 updates the stored response's freshness). An entry whose
-    /// lifetime nothing states stays stale: every `.refreshStale` load of it asks again. The bytes are rewritten
-    /// with the metadata (the protocol has no metadata-only update); a hit without bytes renews the memory level.
+    /// What a 304 for a stale entry does: stores the entry again with its renewed metadata
+    /// (``Revalidation/renewed(_:response:now:)``). The bytes are rewritten with the metadata (the protocol has no
+    /// metadata-only update); a hit without bytes renews the memory level.
     private func renewal(
         of hit: CacheQueryResult, image: Image, key: String, plan: LoadPlan
     ) -> @Sendable (ResponseMetadata?) -> Void {
         let cache = plan.cache
         let levels = hit.data == nil ? plan.storeCacheType.intersection(.memory) : plan.storeCacheType
         return { response in
-            guard var metadata = hit.metadata, let lifetime = response?.maxAge ?? metadata.maxAge, levels != .none
+            guard levels != .none, let metadata = Revalidation.renewed(hit.metadata, response: response, now: Date())
             else { return }
-            let now = Date()
-            metadata.maxAge = lifetime
-            metadata.expiresAt = now.addingTimeInterval(TimeInterval(lifetime))
-            metadata.storedAt = now
             cache.store(image, data: hit.data, metadata: metadata, forKey: key, cacheType: levels, completion: nil)
         }
     }

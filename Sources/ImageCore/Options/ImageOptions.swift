@@ -28,11 +28,6 @@ public struct ImageOptions: OptionSet, Hashable, Sendable {
     /// revalidation fails the load; with ``fromCacheOnly`` the stale entry is the answer. No effect on data loads,
     /// which never read the cache; ``refreshCached`` in the same options wins.
     public static let refreshStale = ImageOptions(.refreshStale)
-
-    /// The flags under which the manager revalidates a cached entry: a loader given one of them and
-    /// ``ImageContext/loaderCachedMetadata`` sends that entry's validators (`If-None-Match`, `If-Modified-Since`) and
-    /// answers a current copy with ``ImageError/Code/cacheNotModified``.
-    public static let revalidating: ImageOptions = [.refreshCached, .refreshStale]
     /// Let the loader send and store cookies.
     public static let handleCookies = ImageOptions(.handleCookies)
     /// Accept invalid TLS certificates (tests and internal hosts only).

@@ -201,6 +201,19 @@ final class ModelChecker: Sendable {
                 )
             }
             if loaded.url != spec.url { messages.append("\(label): the result names \(loaded.url)") }
+            // Kept bytes (`.refreshStale`) are the answer unrevalidated only while fresh, or with `.fromCacheOnly`.
+            if spec.options.contains(.refreshStale), spec.options.isDisjoint(with: [.refreshCached, .fromCacheOnly]),
+                loaded.cacheType != .none, !loaded.isNotModified, !ModelOrigin.isLongLived(spec.url)
+            {
+                messages.append(
+                    "\(label): .refreshStale answered with \(loaded.cacheType) bytes that no answer said are fresh, "
+                        + "without revalidating them")
+            }
+            if !spec.options.contains(.refreshStale) || spec.options.contains(.refreshCached),
+                loaded.cacheType != .none || loaded.isNotModified
+            {
+                messages.append("\(label): bytes from the cache (\(loaded.cacheType)) without .refreshStale")
+            }
             return messages
         }
         guard case .failure(let error)? = record.summary.0 else { return messages + ["\(label): no result"] }

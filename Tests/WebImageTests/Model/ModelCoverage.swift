@@ -47,7 +47,14 @@ struct ModelCoverage: CustomStringConvertible {
         for id in ids {
             var row = rows[id] ?? Row()
             row.drawn += 1
-            if record.data != nil { row.downloaded += 1 }
+            if let data = record.data {
+                if data.isNotModified { row.notModified += 1 }
+                switch data.cacheType {
+                case .none: row.downloaded += 1
+                case .memory: row.memory += 1
+                default: row.disk += 1
+                }
+            }
             row.previews += record.previews.count
             switch result {
             case .success(let loaded)?:

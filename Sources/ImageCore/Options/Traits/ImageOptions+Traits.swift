@@ -58,6 +58,16 @@ extension ImageOptions {
         }
     }
 
+    /// The flags under which the manager revalidates a cached entry (`.refreshCached`, `.refreshStale`): a loader
+    /// given one of them and ``ImageContext/loaderCachedMetadata`` sends that entry's validators (`If-None-Match`,
+    /// `If-Modified-Since`) and answers a current copy with ``ImageError/Code/cacheNotModified``.
+    ///
+    /// Derived from the declarations: the flags whose transfer carries the validators (``OptionTraits/download`` is
+    /// the `etag,lastModified` field), so a new revalidating flag reaches every loader by its declaration alone.
+    public static let revalidating = ImageOptions(
+        rawValue: Flag.allCases.filter { $0.traits.download == .field("etag,lastModified") }
+            .reduce(0) { $0 | 1 << $1.rawValue })
+
     /// The option set holding `flag` alone.
     public init(_ flag: Flag) { self.init(rawValue: 1 << flag.rawValue) }
 
