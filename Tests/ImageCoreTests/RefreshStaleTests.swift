@@ -222,6 +222,18 @@ import Testing
         #expect(rig.cache.stores.isEmpty, "without .refreshStale a data load never reads or writes the cache")
     }
 
+    @Test func privateBytesAreKeptOnlyWhenTheManagerCachesPrivateResponses() async throws {
+        let rig = Rig()
+        let url = testURL()
+        let data = answer(rig, url, headers: ["cache-control": "private, max-age=600"])
+        _ = try await rig.manager.loadData(with: url, options: .refreshStale)
+        try await Task.sleep(for: .milliseconds(30))
+        #expect(rig.cache.stores.isEmpty, "private: not kept by a shared cache")
+        rig.manager.cachesPrivateResponses = true
+        _ = try await rig.manager.loadData(with: url, options: .refreshStale)
+        #expect(await waitUntil { rig.cache.diskData(forKey: url.absoluteString) == data })
+    }
+
     @Test func fromCacheOnlyAnswersWithStaleBytesAndAMissFails() async throws {
         let rig = Rig()
         let url = testURL()

@@ -80,6 +80,55 @@ import WebImage
         #expect(warm.image.width == 20 && warm.image.format == .png)
     }
 
+    /// `.refreshStale` data loads on the real two-level cache: the bytes survive a restart on disk, a stale copy is
+    /// revalidated and renewed by a 304, a fresh one asks nobody, and an image load of the URL decodes the same bytes.
+    @Test func keptBytesSurviveARestartAndAreRevalidatedOnTheRealCaches() async throws {
+        let directory = CacheFixtures.temporaryDirectory("kept")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        CodersManager.shared.addCoder(JPEGCoder.shared)
+        let url = URL(string: "https://origin.example/photos/kept.jpg")!
+        let loader = ScriptedLoader(acceptsAll: true)
+        let jpeg = try JPEGCoder.shared.encode(
+            Self.photo(width: 80, height: 60), as: .jpeg, options: ImageEncodeOptions())
+        loader.set(
+            .data(
+                jpeg,
+                ResponseMetadata(url: url, statusCode: 200, contentType: "image/jpeg", etag: "\"v1\"", maxAge: 0)),
+            for: url)
+        func freshCache() -> CachesManager {
+            CachesManager([MemoryCache(), DiskCache(configuration: DiskCacheConfiguration(directory: directory))])
+        }
+        let first = ImageManager(cache: freshCache(), loader: loader)
+        let served = try await first.loadData(with: url, options: .refreshStale)
+        #expect(served.data == jpeg && served.cacheType == .none)
+        /// The disk entry's metadata once `accept` holds for it (the disk is written in the background), else nil.
+        func diskMetadata(_ accept: (CacheEntryMetadata) -> Bool) async throws -> CacheEntryMetadata? {
+            for _ in 0..<500 {
+                let hit = try await freshCache().queryImage(forKey: url.absoluteString, cacheType: .disk)
+                if let metadata = hit?.metadata, hit?.data == jpeg, accept(metadata) { return metadata }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            return nil
+        }
+        #expect(try await diskMetadata { $0.etag == "\"v1\"" } != nil, "the served bytes are kept on disk")
+
+        // A restart over the same directory: the copy is stale (max-age=0), so it is revalidated; the 304 renews it.
+        var notModified = ImageError(.cacheNotModified, stage: .download, statusCode: 304)
+        notModified.response = ResponseMetadata(url: url, statusCode: 304, etag: "\"v1\"", maxAge: 300)
+        loader.set(.failure(notModified), for: url)
+        let restarted = ImageManager(cache: freshCache(), loader: loader)
+        let revalidated = try await restarted.loadData(with: url, options: .refreshStale)
+        #expect(revalidated.data == jpeg && revalidated.isNotModified && revalidated.cacheType == .disk)
+        #expect(loader.requests.last?.context.loaderCachedMetadata?.etag == "\"v1\"")
+        #expect(loader.requestCount == 2)
+        #expect(try await diskMetadata { ($0.expiresAt?.timeIntervalSinceNow ?? 0) > 250 } != nil, "renewed")
+        let fresh = try await restarted.loadData(with: url, options: .refreshStale)
+        #expect(fresh.data == jpeg && !fresh.isNotModified && fresh.cacheType == .disk)
+        let image = try await restarted.loadImage(with: url)
+        #expect(image.image.width == 80 && image.cacheType == .disk)
+        #expect(loader.requestCount == 2, "fresh after the 304: neither load asked the loader")
+    }
+
     @Test func oneDownloadServesTwoTransformedSizesFromCache() async throws {
         let directory = CacheFixtures.temporaryDirectory("transform")
         defer { try? FileManager.default.removeItem(at: directory) }

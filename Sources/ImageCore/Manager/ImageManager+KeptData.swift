@@ -117,9 +117,7 @@ extension ImageManager {
     /// Stores bytes a data load was served, unless the response forbids it (`no-store`; `private` unless the manager
     /// caches private responses) or the load stores nothing.
     private static func keep(_ loaded: ImageDataResult, in place: DataPlace, plan: LoadPlan) {
-        guard place.storeLevels != .none else { return }
-        let control = loaded.response.cacheControl
-        if control.noStore || (control.isPrivate && !plan.cachesPrivateResponses) { return }
+        guard place.storeLevels != .none, plan.mayStore(loaded.response) else { return }
         place.cache.store(
             nil, data: loaded.data, metadata: CacheEntryMetadata(response: loaded.response, key: place.key),
             forKey: place.key, cacheType: place.storeLevels, completion: nil)

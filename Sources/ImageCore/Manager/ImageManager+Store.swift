@@ -41,12 +41,9 @@ extension ImageManager {
             counters.withLock { $0.incompleteImagesNotStored += 1 }
             return completion([])
         }
-        if let response = source.response {
-            let control = response.cacheControl
-            if control.noStore || (control.isPrivate && !plan.cachesPrivateResponses) {
-                counters.withLock { $0.responsesNotStored += 1 }
-                return completion([])
-            }
+        if let response = source.response, !plan.mayStore(response) {
+            counters.withLock { $0.responsesNotStored += 1 }
+            return completion([])
         }
         var requests: [StoreRequest] = []
         // A derived entry carries its source response's validators and lifetime: a revalidation of the derived key

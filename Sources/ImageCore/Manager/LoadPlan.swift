@@ -54,6 +54,13 @@ final class LoadPlan: Sendable {
     /// original's.
     var isDerived: Bool { key != originalKey }
 
+    /// Whether bytes that came with `response` may be stored: not `Cache-Control: no-store`, nor `private` unless
+    /// the manager caches private responses.
+    func mayStore(_ response: ResponseMetadata) -> Bool {
+        let control = response.cacheControl
+        return !control.noStore && (!control.isPrivate || cachesPrivateResponses)
+    }
+
     /// True when the only part that makes the key derived is `frames(first)`: a first-frame decode of a still
     /// source is then exactly the original's decode.
     var isDerivedOnlyByFirstFrame: Bool {
