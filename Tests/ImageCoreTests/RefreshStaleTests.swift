@@ -60,6 +60,30 @@ import Testing
         #expect(rig.loader.requestCount == 1)
     }
 
+    /// A load whose animation budget keeps only the first frame is answered with a variant of the cached animation;
+    /// the 304 renews the entry as the cache held it, never that variant (a key names one result).
+    @Test func a304RenewsTheEntryNotTheVariantTheLoadWasAnsweredWith() async throws {
+        let rig = Rig()
+        let url = testURL()
+        let key = url.absoluteString
+        let animation = TestCoder.data(width: 4, height: 4, colors: [.white, .black, .white])
+        rig.cache.seedMemory(try TestCoder().decode(animation, options: ImageDecodeOptions()), forKey: key)
+        rig.cache.seedDisk(
+            animation,
+            metadata: CacheEntryMetadata(
+                originalKey: key, etag: "\"v1\"", maxAge: 60, expiresAt: Date().addingTimeInterval(-1)),
+            forKey: key)
+        rig.loader.set(.failure(Self.notModified), for: url)
+        var decode = ImageDecodeOptions()
+        decode.animationBudget = AnimationBudget(maxFrameCount: 2, onExceeded: .firstFrameOnly)
+        let final = try await rig.load(url, options: .refreshStale, context: [.imageDecodeOptions: decode]).get()
+        #expect(final.cacheKey == key, "the budget is not in the key: the load reads the animation's entry")
+        #expect(final.isNotModified && final.image.frameCount == 1)
+        #expect(
+            await waitUntil { (rig.cache.diskMetadata(forKey: key)?.expiresAt?.timeIntervalSinceNow ?? 0) > 30 })
+        #expect(rig.cache.memoryImage(forKey: key)?.frameCount == 3, "the key still names the whole animation")
+    }
+
     @Test func a304WithoutALifetimeRenewsFromTheStoredOne() async throws {
         let rig = Rig()
         let url = testURL()

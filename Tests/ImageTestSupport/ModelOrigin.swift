@@ -172,6 +172,13 @@ public final class ModelOrigin: ImageLoader, Sendable {
     /// The lifetime the origin states for long-lived URLs (``isLongLived(_:)``), seconds.
     public static let longLifetime = 3600
 
+    /// The lifetime the origin states for `url`, seconds: ``longLifetime`` for long-lived URLs, 0 for `a.timg` and
+    /// `anim-c.timg` (stale at once, but a 304 renews them: the renewal store runs), none for the others.
+    public static func statedLifetime(_ url: URL) -> Int? {
+        if isLongLived(url) { return longLifetime }
+        return ["a.timg", "anim-c.timg"].contains(url.lastPathComponent) ? 0 : nil
+    }
+
     /// A URL without its query: a request modifier may add one, the origin serves the path.
     static func path(_ url: URL) -> String {
         guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else {
@@ -353,9 +360,9 @@ public final class ModelOrigin: ImageLoader, Sendable {
             } else {
                 if answer.mode == .noStore {
                     response.headers["cache-control"] = "no-store"
-                } else if Self.isLongLived(answer.url) {
-                    response.headers["cache-control"] = "max-age=\(Self.longLifetime)"
-                    response.maxAge = Self.longLifetime
+                } else if let lifetime = Self.statedLifetime(answer.url) {
+                    response.headers["cache-control"] = "max-age=\(lifetime)"
+                    response.maxAge = lifetime
                 }
                 result = .success(LoadedImageData(data: body, response: response))
             }

@@ -12,10 +12,11 @@ enum Revalidation: Equatable {
     /// Revalidate the entry before answering, since it is stale: `.refreshStale`.
     case beforeAnswer
 
-    init(options: ImageOptions, hit: CacheQueryResult, now: Date) {
+    /// The clock is read only for a `.refreshStale` load: every cache hit passes here.
+    init(options: ImageOptions, hit: CacheQueryResult) {
         if options.contains(.refreshCached) {
             self = .afterDelivery
-        } else if options.contains(.refreshStale), !Self.isFresh(hit.metadata, now: now) {
+        } else if options.contains(.refreshStale), !Self.isFresh(hit.metadata, now: Date()) {
             self = .beforeAnswer
         } else {
             self = .none
@@ -43,15 +44,16 @@ enum Revalidation: Equatable {
         return metadata
     }
 
-    /// Whether a `.refreshStale` load may serve an entry with `metadata` as it is (any other load may).
-    static func serves(_ metadata: CacheEntryMetadata?, options: ImageOptions, now: Date) -> Bool {
-        !options.contains(.refreshStale) || isFresh(metadata, now: now)
+    /// Whether a `.refreshStale` load may serve an entry with `metadata` as it is (any other load may, and reads no
+    /// clock).
+    static func serves(_ metadata: CacheEntryMetadata?, options: ImageOptions) -> Bool {
+        !options.contains(.refreshStale) || isFresh(metadata, now: Date())
     }
 }
 
 extension ImageManager {
     /// Keeps a cached result as the answer a "not modified" revalidation gives: delivered first for `.refreshCached`,
-    /// held back for `.refreshStale`, whose 304 also renews the entry (``renewal(of:image:key:plan:)``).
+    /// held back for `.refreshStale`, whose 304 also renews the entry `hit` (``renewal(of:key:plan:)``).
     func keepForRevalidation(
         _ result: ImageResult, hit: CacheQueryResult, key: String, _ revalidation: Revalidation,
         _ operation: ImageLoadOperation, _ plan: LoadPlan
@@ -59,23 +61,26 @@ extension ImageManager {
         switch revalidation {
         case .none: return
         case .afterDelivery: operation.deliverCached(result)
-        case .beforeAnswer:
-            operation.keepCached(result, renew: renewal(of: hit, image: result.image, key: key, plan: plan))
+        case .beforeAnswer: operation.keepCached(result, renew: renewal(of: hit, key: key, plan: plan))
         }
     }
 
-    /// What a 304 for a stale entry does: stores the entry again with its renewed metadata
-    /// (``Revalidation/renewed(_:response:now:)``). The bytes are rewritten with the metadata (the protocol has no
-    /// metadata-only update); a hit without bytes renews the memory level.
+    /// What a 304 for a stale entry does: stores the entry again, as the cache held it, with its renewed metadata
+    /// (``Revalidation/renewed(_:response:now:)``). Never the image this load was answered with, which may be a
+    /// variant (a first frame, for an animation budget) the key does not mean. The bytes are rewritten with the
+    /// metadata (the protocol has no metadata-only update); a hit without bytes renews the memory level only, one
+    /// without an image every level but memory.
     private func renewal(
-        of hit: CacheQueryResult, image: Image, key: String, plan: LoadPlan
+        of hit: CacheQueryResult, key: String, plan: LoadPlan
     ) -> @Sendable (ResponseMetadata?) -> Void {
         let cache = plan.cache
-        let levels = hit.data == nil ? plan.storeCacheType.intersection(.memory) : plan.storeCacheType
-        return { response in
+        var levels = plan.storeCacheType
+        if hit.data == nil { levels.formIntersection(.memory) }
+        if hit.image == nil { levels.subtract(.memory) }
+        return { [levels] response in
             guard levels != .none, let metadata = Revalidation.renewed(hit.metadata, response: response, now: Date())
             else { return }
-            cache.store(image, data: hit.data, metadata: metadata, forKey: key, cacheType: levels, completion: nil)
+            cache.store(hit.image, data: hit.data, metadata: metadata, forKey: key, cacheType: levels, completion: nil)
         }
     }
 }

@@ -88,14 +88,14 @@ extension ImageManager {
             switch plan.cache.queryImageSync(forKey: key, options: [], context: plan.context, cacheType: .memory) {
             // A `.refreshStale` load serves only a fresh entry without asking the loader.
             case .hit(let hit):
-                found = Revalidation.serves(hit.metadata, options: plan.options, now: Date()) ? hit.image : nil
+                found = Revalidation.serves(hit.metadata, options: plan.options) ? hit.image : nil
             case .miss: found = nil
             case .needsAsyncQuery:
                 // A cache without the synchronous query may still answer memory before returning.
                 let answer = Locked<Image?>(nil)
                 _ = plan.cache.queryImage(forKey: key, options: [], context: plan.context, cacheType: .memory) {
                     if case .success(let hit?) = $0, let image = hit.image,
-                        Revalidation.serves(hit.metadata, options: plan.options, now: Date())
+                        Revalidation.serves(hit.metadata, options: plan.options)
                     {
                         answer.withLock { $0 = image }
                     }

@@ -74,15 +74,18 @@ extension ImageManager {
             switch result {
             case .failure(let error) where error.isCancellation:
                 operation.finish(.failure(error))
-            case .success(let hit?) where hit.data != nil:
-                let entry = KeptEntry(data: hit.data ?? Data(), metadata: hit.metadata, cacheType: hit.cacheType)
+            case .success(let hit?):
+                guard let data = hit.data else {
+                    return self.downloadKeeping(operation, plan, place: place, cached: nil, completed: completed)
+                }
+                let entry = KeptEntry(data: data, metadata: hit.metadata, cacheType: hit.cacheType)
                 // Fresh bytes are the answer; so are stale ones when the load may not ask the loader.
                 if Revalidation.isFresh(hit.metadata, now: Date()) || self.downloadRefusal(plan) != nil {
                     return Self.answer(entry.result(url: url, isNotModified: false), operation, completed)
                 }
                 kept.withLock { $0 = entry }
                 self.downloadKeeping(operation, plan, place: place, cached: hit, completed: completed)
-            case .success, .failure:
+            case .success(nil), .failure:
                 self.downloadKeeping(operation, plan, place: place, cached: nil, completed: completed)
             }
         }

@@ -188,7 +188,7 @@ extension ImageManager {
         _ url: URL, _ lookup: inout LoadLookup, context: ImageContext, hit: (consuming ImageResult) -> Void
     ) -> MemoryAnswer? {
         guard lookup.hasKey, lookup.queryCacheType.contains(.memory),
-            lookup.options.isDisjoint(with: [.fromLoaderOnly, .refreshCached, .refreshStale, .queryMemoryData])
+            lookup.options.isDisjoint(with: ImageOptions.revalidating.union([.fromLoaderOnly, .queryMemoryData]))
         else { return .query }
         switch lookup.queryImageSync(context: context, manager: self) {
         case .hit(var found):
@@ -222,8 +222,7 @@ extension ImageManager {
         // Revalidation needs the entry's validators (and `.refreshStale` its lifetime), which live with the bytes:
         // read them even on a memory hit.
         let queryOptions =
-            plan.options.isDisjoint(with: [.refreshCached, .refreshStale])
-            ? plan.options : plan.options.union(.queryMemoryData)
+            plan.options.isDisjoint(with: .revalidating) ? plan.options : plan.options.union(.queryMemoryData)
         // A claiming query: what a miss holds (a fleet lease) is this load's to end (``MissClaim``); on a hit the cache
         // ends it itself, so a revalidation that read the bytes below a memory hit leaves no lease behind.
         let query = plan.cache.queryImageClaimingMiss(
@@ -246,7 +245,7 @@ extension ImageManager {
     private func handleHit(
         _ hit: CacheQueryResult, key: String, levels: ImageCacheType, _ operation: ImageLoadOperation, _ plan: LoadPlan
     ) {
-        let revalidation = Revalidation(options: plan.options, hit: hit, now: Date())
+        let revalidation = Revalidation(options: plan.options, hit: hit)
         if let cached = hit.image {
             if let image = plan.deliverable(fromCached: cached) {
                 let result = ImageResult(
@@ -284,9 +283,9 @@ extension ImageManager {
             guard case .success(let decoded) = result, decoded.isFinal else {
                 return self.download(operation, plan, cached: nil)
             }
+            self.keepForRevalidation(decoded, hit: hit, key: key, revalidation, operation, plan)
             var withImage = hit
             withImage.image = decoded.image
-            self.keepForRevalidation(decoded, hit: withImage, key: key, revalidation, operation, plan)
             self.download(operation, plan, cached: withImage)
         }
         operation.attach(query: inner)
@@ -320,7 +319,7 @@ extension ImageManager {
                 return self.download(operation, plan, cached: nil)
             }
             // A stale original is fetched again (its bytes are this load's source, not the entry it revalidates).
-            guard Revalidation.serves(hit.metadata, options: plan.options, now: Date()) else {
+            guard Revalidation.serves(hit.metadata, options: plan.options) else {
                 return self.download(operation, plan, cached: nil)
             }
             // A still image's pixels serve any thumbnail (resampled); an animation's only at full size.
