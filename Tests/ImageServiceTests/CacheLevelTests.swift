@@ -1,4 +1,7 @@
 import Foundation
+import ImageCore
+import ImageServiceQuery
+import PNGCoder
 import Testing
 
 @testable import ImageService
@@ -78,5 +81,31 @@ struct CacheLevelTests {
     /// Waits (up to 10 s) until a file of at least `bytes` bytes is under `directory`'s source cache.
     static func waitForStoredSource(of bytes: Int, in directory: URL) async throws {
         try await ServiceFixture.waitForStoredFile(of: bytes, in: directory.appendingPathComponent("sources"))
+    }
+
+    /// A kept source without a record this version can read (another version's, or bytes put there by hand) is
+    /// dropped and fetched again, then kept with its record: never answered 502 until it expires.
+    @Test func aKeptSourceWithoutARecordIsFetchedAgain() async throws {
+        let wide = try ServiceImages.png(width: 40, height: 20)
+        let fixture = try await ServiceFixture.start { _ in
+            .respond(headers: [("Content-Type", "image/png"), ("Cache-Control", "max-age=3600")], body: wide)
+        }
+        defer { Task { await fixture.stop() } }
+        let engine = try #require(fixture.service.engine as? PipelineEngine)
+        let key = ServiceKeys.sourceKey(try SourceURL("http://127.0.0.1:\(fixture.origin.port)/photo.png"))
+        let square = Data(try ServiceImages.png(width: 20, height: 20))
+        engine.sources.store(
+            square,
+            metadata: CacheEntryMetadata(
+                originalKey: key, contentType: "image/png", maxAge: 3600, expiresAt: Date().addingTimeInterval(3600),
+                storedAt: Date(), size: square.count),
+            forKey: key)
+        let answer = await fixture.get("/photo.png", "w=32&format=png")
+        #expect(answer.status == .ok)
+        let image = try PNGCoder.shared.decode(answer.body, options: ImageDecodeOptions())
+        #expect(image.width == 32 && image.height == 16, "rendered from the origin's bytes")
+        #expect(fixture.counter("origin_requests_total") == 1)
+        #expect(await fixture.get("/photo.png", "w=20&format=png").status == .ok)
+        #expect(fixture.counter("origin_requests_total") == 1, "kept with its record: the next size asks nobody")
     }
 }

@@ -131,6 +131,12 @@ public final class ModelOrigin: ImageLoader, Sendable {
         return served.truncated ? body.prefix(body.count - 3) : body
     }
 
+    /// The loader's blob (``ImageCore/ResponseMetadata/extendedData``) every 200 carries: what was served, so a checker
+    /// can tell that bytes kept with a blob are the bytes that blob came with.
+    public static func blob(of served: Served) -> Data {
+        Data("\(served.url)|\(served.partition ?? "-")|\(served.version)|\(served.truncated)".utf8)
+    }
+
     /// Every (URL, partition, version) served with a 200 so far, whole or truncated.
     public var served: Set<Served> { state.withLock { $0.served } }
 
@@ -353,7 +359,10 @@ public final class ModelOrigin: ImageLoader, Sendable {
         switch answer.mode {
         case .notFound: result = .failure(.invalidDownloadStatusCode(404))
         case .serverError: result = .failure(.invalidDownloadStatusCode(500))
-        case .truncated: result = .success(LoadedImageData(data: body.prefix(body.count - 3), response: response))
+        case .truncated:
+            response.extendedData = Self.blob(
+                of: Served(url: answer.key, partition: answer.partition, version: answer.version, truncated: true))
+            result = .success(LoadedImageData(data: body.prefix(body.count - 3), response: response))
         case .healthy, .slow, .noStore:
             if answer.cachedETag == answer.etag {
                 result = .failure(ImageError(.cacheNotModified, stage: .download))
@@ -364,6 +373,8 @@ public final class ModelOrigin: ImageLoader, Sendable {
                     response.headers["cache-control"] = "max-age=\(lifetime)"
                     response.maxAge = lifetime
                 }
+                response.extendedData = Self.blob(
+                    of: Served(url: answer.key, partition: answer.partition, version: answer.version, truncated: false))
                 result = .success(LoadedImageData(data: body, response: response))
             }
         }

@@ -13,17 +13,22 @@ public struct ImageDataResult: Sendable {
     public let cacheType: ImageCacheType
     /// True when the loader found the cached bytes current (HTTP 304): ``data`` are the cached ones.
     public let isNotModified: Bool
+    /// Which cache held the bytes, as its position in the ``CachesManager`` the manager's cache is (see
+    /// ``CacheQueryResult/answeredBy``; a fleet's third level is told apart from its disk); nil when the loader sent
+    /// them or the cache is not a `CachesManager`.
+    public let answeredBy: Int?
 
     /// Creates a result.
     public init(
         data: Data, response: ResponseMetadata, url: URL, cacheType: ImageCacheType = .none,
-        isNotModified: Bool = false
+        isNotModified: Bool = false, answeredBy: Int? = nil
     ) {
         self.data = data
         self.response = response
         self.url = url
         self.cacheType = cacheType
         self.isNotModified = isNotModified
+        self.answeredBy = answeredBy
     }
 }
 

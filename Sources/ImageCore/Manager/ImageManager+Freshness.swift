@@ -33,7 +33,8 @@ enum Revalidation: Equatable {
 
     /// `metadata` renewed by a revalidation that found it current at `now`: a new expiry from the 304's `max-age`,
     /// else the lifetime stored with it (RFC 9111 §4.3.4: a 304 updates the stored response's freshness). Nil when
-    /// nothing states a lifetime: the entry stays stale, and every `.refreshStale` load of it asks again.
+    /// nothing states a lifetime: the entry stays stale, and every `.refreshStale` load of it asks again. The entry keeps
+    /// its ``CacheEntryMetadata/extendedData`` unless the 304 brought the loader's updated one.
     static func renewed(
         _ metadata: CacheEntryMetadata?, response: ResponseMetadata?, now: Date
     ) -> CacheEntryMetadata? {
@@ -41,6 +42,8 @@ enum Revalidation: Equatable {
         metadata.maxAge = lifetime
         metadata.expiresAt = now.addingTimeInterval(TimeInterval(lifetime))
         metadata.storedAt = now
+        // The loader's blob, when its 304 brought an updated one (``ResponseMetadata/extendedData``).
+        if let extended = response?.extendedData { metadata.extendedData = extended }
         return metadata
     }
 

@@ -28,14 +28,67 @@ struct KeptEntry: Sendable {
     let data: Data
     let metadata: CacheEntryMetadata?
     let cacheType: ImageCacheType
+    let answeredBy: Int?
 
-    /// The entry as a data load's result: the stored response facts (content type, validators, lifetime).
+    init(_ hit: CacheQueryResult, data: Data) {
+        self.init(data: data, metadata: hit.metadata, cacheType: hit.cacheType, answeredBy: hit.answeredBy)
+    }
+
+    private init(data: Data, metadata: CacheEntryMetadata?, cacheType: ImageCacheType, answeredBy: Int?) {
+        self.data = data
+        self.metadata = metadata
+        self.cacheType = cacheType
+        self.answeredBy = answeredBy
+    }
+
+    /// The entry a 304 (`response`, when the loader kept it) leaves: its lifetime renewed
+    /// (``Revalidation/renewed(_:response:now:)``; nil when nothing states one) and the loader's updated blob.
+    func revalidated(response: ResponseMetadata?) -> (entry: KeptEntry, renewed: Bool) {
+        var metadata = metadata
+        let renewed = Revalidation.renewed(metadata, response: response, now: Date())
+        if let renewed {
+            metadata = renewed
+        } else if let extended = response?.extendedData {
+            metadata?.extendedData = extended
+        }
+        let entry = KeptEntry(data: data, metadata: metadata, cacheType: cacheType, answeredBy: answeredBy)
+        return (entry, renewed != nil)
+    }
+
+    /// The entry as a data load's result: the stored response facts (content type, validators, lifetime, the
+    /// loader's blob).
     func result(url: URL, isNotModified: Bool) -> ImageDataResult {
-        let response = ResponseMetadata(
+        var response = ResponseMetadata(
             url: url, statusCode: 200, contentType: metadata?.contentType, etag: metadata?.etag,
             lastModified: metadata?.lastModified, maxAge: metadata?.maxAge)
+        if let extended = metadata?.extendedData { response.extendedData = extended }
         return ImageDataResult(
-            data: data, response: response, url: url, cacheType: cacheType, isNotModified: isNotModified)
+            data: data, response: response, url: url, cacheType: cacheType, isNotModified: isNotModified,
+            answeredBy: answeredBy)
+    }
+}
+
+/// The cache miss a `.refreshStale` data load holds (a fleet lease, ``MissClaim``), ended once by whichever way
+/// the load ends: after its store finished (so a waiting replica finds the entry), or with the outcome its failure
+/// says. A data load's claim is its own, not its job's: the job stores nothing for it.
+final class KeptClaim: Sendable {
+    private let claim = Locked<MissClaim?>(nil)
+
+    func hold(_ claim: MissClaim) { self.claim.withLock { $0 = claim } }
+
+    /// Ends the claim, if it holds one still.
+    func end(_ outcome: CacheMissOutcome) {
+        claim.withLock { held in
+            defer { held = nil }
+            return held
+        }?.end(outcome)
+    }
+
+    /// Ends the claim as `error` says: `notStored` for a failure every try would meet (``ImageLoaderPolicy``),
+    /// else `abandoned` (another process may succeed).
+    func end(failure error: ImageError) {
+        let permanent = !error.isCancellation && ImageLoaderPolicy.isPermanentFailure(error)
+        end(permanent ? .notStored : .abandoned)
     }
 }
 
@@ -43,11 +96,13 @@ extension ImageManager {
     /// Runs a `.refreshStale` data load: fresh cached bytes answer it; stale ones are revalidated with the loader
     /// first (a 304 answers with them and renews them); a miss downloads. Downloaded bytes are stored in `place`.
     ///
-    /// Every data load stores what it was served and renews what it revalidated, so N loads sharing one transfer
-    /// write the same entry N times (the protocol stores are idempotent; a job-level store is not built yet).
+    /// The query claims a miss (a fleet's lease, ``KeptClaim``), which ends once the bytes are stored or the load
+    /// failed. Every data load stores what it was served and renews what it revalidated, so N loads sharing one
+    /// transfer write the same entry N times (the protocol stores are idempotent; a job-level store is not built).
     func loadKeptData(_ plan: LoadPlan, completed: @escaping ImageDataCompletionHandler) -> ImageLoadOperation {
         let place = DataPlace(plan)
         let kept = Locked<KeptEntry?>(nil)
+        let claim = KeptClaim()
         let url = plan.url
         let operation = ImageLoadOperation(
             url: url, manager: self, callbackQueue: plan.callbackQueue, progress: nil
@@ -56,17 +111,19 @@ extension ImageManager {
             // Only a loader's answer reaches here as `cacheNotModified`: a load that may not download never asks
             // (``downloadRefusal(_:)`` is checked first), so the kept bytes are current and their lifetime renewed.
             guard error.code == .cacheNotModified, let entry = kept.value, let place else {
+                claim.end(failure: error)
                 return completed(.failure(error))
             }
-            Self.renew(entry, in: place, response: error.response)
-            completed(.success(entry.result(url: url, isNotModified: true)))
+            let (current, renewed) = entry.revalidated(response: error.response)
+            if renewed { Self.store(current.data, metadata: current.metadata, in: place, then: nil) }
+            completed(.success(current.result(url: url, isNotModified: true)))
         }
         if let timeout = plan.context.loadTimeout { Self.expire(operation, after: timeout) }
         guard let place, place.queryLevels != .none, !plan.options.contains(.fromLoaderOnly) else {
-            downloadKeeping(operation, plan, place: place, cached: nil, completed: completed)
+            downloadKeeping(operation, plan, place: place, cached: nil, claim: claim, completed: completed)
             return operation
         }
-        let query = place.cache.queryImage(
+        let query = place.cache.queryImageClaimingMiss(
             forKey: place.key, options: plan.options.union(.queryMemoryData), context: plan.context,
             cacheType: place.queryLevels
         ) { result in
@@ -74,32 +131,40 @@ extension ImageManager {
             switch result {
             case .failure(let error) where error.isCancellation:
                 operation.finish(.failure(error))
-            case .success(let hit?):
-                guard let data = hit.data else {
-                    return self.downloadKeeping(operation, plan, place: place, cached: nil, completed: completed)
-                }
-                let entry = KeptEntry(data: data, metadata: hit.metadata, cacheType: hit.cacheType)
+            case .success(let hit?) where hit.data != nil:
+                let entry = KeptEntry(hit, data: hit.data ?? Data())
                 // Fresh bytes are the answer; so are stale ones when the load may not ask the loader.
                 if Revalidation.isFresh(hit.metadata, now: Date()) || self.downloadRefusal(plan) != nil {
                     return Self.answer(entry.result(url: url, isNotModified: false), operation, completed)
                 }
                 kept.withLock { $0 = entry }
-                self.downloadKeeping(operation, plan, place: place, cached: hit, completed: completed)
+                self.downloadKeeping(operation, plan, place: place, cached: hit, claim: claim, completed: completed)
+            case .success(.some):
+                // An image without bytes: a miss for a data load, but a hit for the cache, which claimed nothing.
+                self.downloadKeeping(operation, plan, place: place, cached: nil, claim: claim, completed: completed)
             case .success(nil), .failure:
-                self.downloadKeeping(operation, plan, place: place, cached: nil, completed: completed)
+                claim.hold(MissClaim(cache: place.cache, key: place.key, levels: place.queryLevels))
+                self.downloadKeeping(operation, plan, place: place, cached: nil, claim: claim, completed: completed)
             }
         }
         operation.attach(query: query)
         return operation
     }
 
-    /// Downloads for a `.refreshStale` data load (revalidating `cached` when given) and stores what it is served.
+    /// Downloads for a `.refreshStale` data load (revalidating `cached` when given) and stores what it is served;
+    /// the claim ends when that store finished, or at once when nothing is stored.
     private func downloadKeeping(
         _ operation: ImageLoadOperation, _ plan: LoadPlan, place: DataPlace?, cached: CacheQueryResult?,
-        completed: @escaping ImageDataCompletionHandler
+        claim: KeptClaim, completed: @escaping ImageDataCompletionHandler
     ) {
         download(operation, plan, cached: cached) { loaded in
-            if let place { Self.keep(loaded, in: place, plan: plan) }
+            if let place, place.storeLevels != .none, plan.mayStore(loaded.response) {
+                Self.store(
+                    loaded.data, metadata: CacheEntryMetadata(response: loaded.response, key: place.key), in: place,
+                    then: { claim.end(.stored) })
+            } else {
+                claim.end(.notStored)
+            }
             completed(.success(loaded))
         }
     }
@@ -117,22 +182,18 @@ extension ImageManager {
         }
     }
 
-    /// Stores bytes a data load was served, unless the response forbids it (`no-store`; `private` unless the manager
-    /// caches private responses) or the load stores nothing.
-    private static func keep(_ loaded: ImageDataResult, in place: DataPlace, plan: LoadPlan) {
-        guard place.storeLevels != .none, plan.mayStore(loaded.response) else { return }
+    /// Stores kept bytes with `metadata` in `place`'s store levels; `then` runs once the store finished.
+    private static func store(
+        _ data: Data, metadata: CacheEntryMetadata?, in place: DataPlace, then: (@Sendable () -> Void)?
+    ) {
+        guard place.storeLevels != .none else {
+            then?()
+            return
+        }
+        let completion: (@Sendable (Result<Void, ImageError>) -> Void)?
+        if let then { completion = { _ in then() } } else { completion = nil }
         place.cache.store(
-            nil, data: loaded.data, metadata: CacheEntryMetadata(response: loaded.response, key: place.key),
-            forKey: place.key, cacheType: place.storeLevels, completion: nil)
-    }
-
-    /// Stores revalidated bytes again with their renewed metadata (``Revalidation/renewed(_:response:now:)``).
-    private static func renew(_ entry: KeptEntry, in place: DataPlace, response: ResponseMetadata?) {
-        guard place.storeLevels != .none,
-            let metadata = Revalidation.renewed(entry.metadata, response: response, now: Date())
-        else { return }
-        place.cache.store(
-            nil, data: entry.data, metadata: metadata, forKey: place.key, cacheType: place.storeLevels,
-            completion: nil)
+            nil, data: data, metadata: metadata, forKey: place.key, cacheType: place.storeLevels,
+            completion: completion)
     }
 }

@@ -18,6 +18,7 @@ public struct ResponseMetadata: Hashable, Sendable {
         var maxAge: Int?
         var expectedContentLength: Int?
         var headers: [String: String]
+        var extendedData: Data?
     }
 
     /// Never mutated: a change replaces the box, so sharing one between copies and threads is safe.
@@ -73,6 +74,19 @@ public struct ResponseMetadata: Hashable, Sendable {
     public var headers: [String: String] {
         get { storage.fields.headers }
         set { update { $0.headers = newValue } }
+    }
+
+    /// The loader's own small blob, stored as the entry's ``CacheEntryMetadata/extendedData`` with bytes kept from this
+    /// response, and handed back with them: what the loader knows of the bytes beyond HTTP (the hops they came
+    /// through, a digest it took), which a later answer from the cache still needs.
+    ///
+    /// A loader that revalidates finds the stored blob in ``ImageContext/loaderCachedMetadata``; on a 304 it may
+    /// return an updated one on the error's ``ImageError/response``, which the renewed entry then keeps (else it keeps
+    /// its own). Nil when the loader keeps nothing; a level that bounds extended data (DiskCache: 2 KiB) refuses an
+    /// entry whose blob does not fit.
+    public var extendedData: Data? {
+        get { storage.fields.extendedData }
+        set { update { $0.extendedData = newValue } }
     }
 
     /// The response's `Cache-Control` directives (from ``headers``).

@@ -44,12 +44,13 @@ public struct CacheEntryMetadata: Hashable, Sendable, Codable {
         self.extendedData = extendedData
     }
 
-    /// Metadata for bytes that came with `response`.
+    /// Metadata for bytes that came with `response` (its ``ResponseMetadata/extendedData`` included).
     public init(response: ResponseMetadata, key: String?, now: Date = Date()) {
         self.init(
             originalKey: key, contentType: response.contentType, etag: response.etag,
             lastModified: response.lastModified, maxAge: response.maxAge,
-            expiresAt: response.maxAge.map { now.addingTimeInterval(TimeInterval($0)) }, storedAt: now)
+            expiresAt: response.maxAge.map { now.addingTimeInterval(TimeInterval($0)) }, storedAt: now,
+            extendedData: response.extendedData)
     }
 }
 

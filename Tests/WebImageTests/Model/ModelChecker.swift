@@ -201,6 +201,17 @@ final class ModelChecker: Sendable {
                 )
             }
             if loaded.url != spec.url { messages.append("\(label): the result names \(loaded.url)") }
+            // The loader's blob travels with the bytes it came with: from the origin, from the cache, after a 304.
+            let cameWith = { (blob: Data) in
+                served.contains { ModelOrigin.blob(of: $0) == blob && self.world.origin.body(of: $0) == loaded.data }
+            }
+            if let blob = loaded.response.extendedData, !cameWith(blob) {
+                messages.append(
+                    "\(label): delivered bytes with the blob \(String(decoding: blob, as: UTF8.self)), which came with "
+                        + "other bytes")
+            } else if loaded.response.extendedData == nil {
+                messages.append("\(label): bytes (\(loaded.cacheType)) without the blob the origin sent with them")
+            }
             // Kept bytes (`.refreshStale`) are the answer unrevalidated only while fresh, or with `.fromCacheOnly`.
             if spec.options.contains(.refreshStale), spec.options.isDisjoint(with: [.refreshCached, .fromCacheOnly]),
                 loaded.cacheType != .none, !loaded.isNotModified, !ModelOrigin.isLongLived(spec.url)

@@ -177,8 +177,13 @@ struct ModelProgram {
                 if let delay = spec.cancelAfter {
                     Task {
                         try? await Task.sleep(nanoseconds: UInt64(delay * 1e9))
+                        // A cancel that comes once the load's own deadline passed (a busy pool can delay this task past
+                        // it; 2 ms of margin for the timer) may find it expired: that is not a cancel taking effect.
+                        let late = spec.context.loadTimeout.map {
+                            Date().timeIntervalSince(record.startedAt) >= $0 - 0.002
+                        }
                         operation.cancel()
-                        record.cancelTookEffect(operation.isCancelled)
+                        record.cancelTookEffect(operation.isCancelled && late != true)
                     }
                 }
                 if let change = spec.priorityChange {

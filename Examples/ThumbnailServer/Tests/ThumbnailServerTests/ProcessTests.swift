@@ -101,6 +101,7 @@ import WebImage
             "/burst.jpg": .init(data: try TestImages.jpeg(width: 640, height: 400), delay: 0.3),
             "/burst.gif": .init(data: spinner, contentType: "image/gif", delay: 0.3),
             "/burst.webp": .init(data: banner, contentType: "image/webp", delay: 0.3),
+            "/sizes.jpg": .init(data: try TestImages.jpeg(width: 640, height: 400), delay: 0.3),
             "/gone.jpg": .init(status: 404, delay: 0.3),
             "/private.jpg": .init(
                 data: try TestImages.jpeg(width: 320, height: 200), headers: ["Cache-Control": "no-store"], delay: 0.3),
@@ -127,17 +128,20 @@ import WebImage
 
             // Cold bursts at both replicas, five requests each: one origin request for the fleet per burst of
             // JPEG, GIF and WebP thumbnails; a 404 and a `no-store` source end the lease at once (the not-stored
-            // mark), so no request waits for the lease to expire (10 s): every answer comes well within that.
+            // mark), so no request waits for the lease to expire (10 s): every answer comes well within that. In
+            // the `w=*` burst every request asks another size (ten result keys): the source's own lease (the
+            // manager's kept data load) still makes one origin request for the fleet.
             for (source, query, status, maxOriginRequests) in [
                 ("/burst.jpg", "w=100", 200, 1), ("/burst.gif", "w=100&format=gif", 200, 1),
                 ("/burst.webp", "w=100&format=webp", 200, 1), ("/gone.jpg", "w=100", 404, 2),
-                ("/private.jpg", "w=100", 200, 2),
+                ("/private.jpg", "w=100", 200, 2), ("/sizes.jpg", "w=*", 200, 1),
             ] {
-                let burst = Live.thumbnailPath(source: originBase + source, query)
                 let start = ContinuousClock.now
                 let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
                     for index in 0..<10 {
                         let port = index % 2 == 0 ? a.1 : b.1
+                        let sized = query.replacingOccurrences(of: "*", with: String(60 + 8 * index))
+                        let burst = Live.thumbnailPath(source: originBase + source, sized)
                         group.addTask { try await Live.get("http://127.0.0.1:\(port)\(burst)").status }
                     }
                     return try await group.reduce(into: [Int]()) { $0.append($1) }

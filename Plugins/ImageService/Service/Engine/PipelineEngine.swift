@@ -2,21 +2,22 @@ import Dispatch
 import Foundation
 import ImageCore
 import ImageServiceQuery
+import Tracing
 
 /// The service's engine: results and sources cached apart, each on the SDK's caches (``ServiceCache``: a
-/// `CachesManager` over a `MemoryCache` of bytes, the local disk and a fleet's Redis); a source is fetched by
-/// ``OriginFetcher`` and rendered by ``Renderer``; identical concurrent work is shared by ``SingleFlight`` per
-/// result key and per source key (`ImageManager`'s coalescing shares decoded images, not a service's encoded
-/// results and revalidated sources). Thread-safe.
+/// `CachesManager` over a `MemoryCache` of bytes, the local disk and a fleet's Redis). A source is a data load of an
+/// `ImageManager` over the source caches and ``OriginLoader`` (`.refreshStale`: kept, reused while fresh, revalidated
+/// once stale, one transfer for concurrent requests, a fleet's lease on a miss); a result is rendered by
+/// ``Renderer`` and shared per result key by ``SingleFlight`` (a manager's product is a decoded image, not a
+/// service's encoded result: issue 33's third piece). Thread-safe.
 final class PipelineEngine: ServiceEngine {
     let results: ServiceCache
     let sources: ServiceCache
-    let fetcher: OriginFetcher
     let renderer: Renderer
-    let freshness: FreshnessPolicy
     let metrics: ServiceMetrics
     private let resultFlights = SingleFlight<String, Thumbnail>()
-    private let sourceFlights = SingleFlight<String, SourceEntry>()
+    /// Loads sources: `sources`' caches, ``OriginLoader``, one transfer per source for the requests that want it.
+    private let sourceLoads: ImageManager
     private let onShutdown: @Sendable () async -> Void
 
     init(
@@ -25,11 +26,18 @@ final class PipelineEngine: ServiceEngine {
     ) {
         self.results = results
         self.sources = sources
-        self.fetcher = fetcher
         self.renderer = renderer
-        self.freshness = freshness
         self.metrics = metrics
         self.onShutdown = onShutdown
+        sourceLoads = ImageManager(
+            cache: sources.caches,
+            loader: OriginLoader(fetcher: fetcher, freshness: freshness, pool: renderer.pool, metrics: metrics),
+            coders: renderer.coders, workPool: renderer.pool)
+        // A source is kept under the key the service always used for it, so a disk or fleet cache stays warm across
+        // versions and ``discardSource(_:)`` finds it.
+        sourceLoads.cacheKeyFilter = BlockCacheKeyFilter.block { url in
+            (try? SourceURL(url.absoluteString)).map(ServiceKeys.sourceKey)
+        }
     }
 
     func memoryResult(forKey key: String) -> StoredResult? {
@@ -80,113 +88,66 @@ final class PipelineEngine: ServiceEngine {
         return output
     }
 
+    /// What a source load asks of the manager: the kept copy while fresh, else the origin; every request is asked
+    /// (a failed-URL list is not the service's policy).
+    private static let sourceOptions: ImageOptions = [.refreshStale, .retryFailed]
+
     func source(_ url: SourceURL, context: WorkContext) async throws -> SourceEntry {
-        let key = ServiceKeys.sourceKey(url)
-        return try await sourceFlights.value(for: key, joined: { if $0 { self.metrics.coalesced(kind: .source) } }) {
-            try await self.loadSource(url, key: key, context: context)
-        }
-    }
-
-    /// One source flight: a fresh cached copy, else a revalidation of a stale one, else a fetch.
-    private func loadSource(_ url: SourceURL, key: String, context: WorkContext) async throws -> SourceEntry {
-        let cached = await context.tracer.spanning("cache.lookup") { span in
-            let hit = await sources.lookup(key)
-            span.attributes["cache.kind"] = CacheKind.source.rawValue
-            span.attributes["cache.level"] = hit?.level.rawValue ?? "miss"
-            return hit
-        }
-        var stale: (data: Data, record: EntryRecord)?
-        if let cached, let record = EntryRecord.decode(cached.metadata.extendedData) {
-            if record.freshness.isFresh(at: Date()) {
-                return SourceEntry(data: cached.data, record: record, isShareable: true, level: cached.level)
-            }
-            stale = (cached.data, record)
-        }
-        do {
-            let validators = stale.map {
-                OriginFetcher.Validators(etag: $0.record.etag, lastModified: $0.record.lastModified)
-            }
-            let outcome = try await context.tracer.span("fetch", kind: .client) { span in
-                span.attributes["http.url"] = url.canonical
-                span.attributes["fetch.conditional"] = stale != nil
-                let start = DispatchTime.now()
-                defer { ServiceMetrics.record(metrics.originSeconds, since: start) }
-                let outcome = try await fetcher.fetch(url, validators: validators, deadline: context.deadline)
-                switch outcome {
-                case .loaded(let loaded, let provenance):
-                    span.attributes["http.response.status_code"] = loaded.response.statusCode ?? 0
-                    span.attributes["fetch.hops"] = provenance.hops.count
-                case .notModified(_, let provenance):
-                    span.attributes["http.response.status_code"] = 304
-                    span.attributes["fetch.hops"] = provenance.hops.count
-                }
-                return outcome
-            }
-            switch outcome {
-            case .notModified(let response, let provenance):
-                guard let stale else { throw ImageError(.invalidDownloadResponse, stage: .download, message: "304") }
-                let now = Date()
-                var record = stale.record
-                let headers = response?.headers ?? [:]
-                // A 304 that states a lifetime states both (its private one may be none); else the record's stand.
-                if let stated = FreshnessPolicy.ownLifetime(headers: headers, now: now) {
-                    record.statedLifetime = stated
-                    record.statedPrivateLifetime = FreshnessPolicy.ownPrivateLifetime(headers: headers, now: now)
-                }
-                record.freshness = freshness.freshness(
-                    lifetime: record.statedLifetime, privateLifetime: record.statedPrivateLifetime, now: now)
-                record.provenance = provenance
-                metrics.revalidated(changed: false)
-                store(stale.data, record: record, contentType: nil, key: key)
-                return SourceEntry(data: stale.data, record: record, isShareable: true, level: nil)
-            case .loaded(let loaded, let provenance):
-                let entry = try await made(loaded, provenance: provenance)
-                if let stale { metrics.revalidated(changed: stale.record.sourceValidator != entry.validator) }
-                if entry.isShareable {
-                    store(entry.data, record: entry.record, contentType: loaded.response.contentType, key: key)
-                } else {
-                    sources.missEnded(key, outcome: .notStored)
-                }
-                return entry
-            }
+        let location: URL
+        do throws(SourceURL.Invalid) {
+            location = try url.foundationURL()
         } catch {
-            sources.missEnded(key, outcome: missOutcome(of: error))
-            throw error
+            throw SourceRefusal(error.message)
+        }
+        return try await context.tracer.span("fetch", kind: .client) { span in
+            span.attributes["http.url"] = url.canonical
+            span.attributes["cache.kind"] = CacheKind.source.rawValue
+            var loaded = try await loadSource(location, options: Self.sourceOptions, span: span)
+            var record = EntryRecord.decode(loaded.response.extendedData)
+            if record == nil, loaded.cacheType != .none {
+                // Kept without a record this version can read (another version's): dropped, fetched again.
+                discardSource(url)
+                loaded = try await loadSource(
+                    location, options: Self.sourceOptions.union(.fromLoaderOnly), span: span)
+                record = EntryRecord.decode(loaded.response.extendedData)
+            }
+            guard let record else { throw OriginFault("a source without its record") }
+            span.attributes["fetch.hops"] = record.provenance.hops.count
+            let control = loaded.response.cacheControl
+            return SourceEntry(
+                data: loaded.data, record: record, isShareable: !control.noStore && !control.isPrivate,
+                level: loaded.isNotModified
+                    ? nil : sources.level(answeredBy: loaded.answeredBy, cacheType: loaded.cacheType))
         }
     }
 
-    /// A fetched source as an entry: its record (provenance, freshness, validators) from the response. A source
-    /// with neither ETag nor Last-Modified is identified by a digest of its bytes, taken on the CPU pool (20 MB of
-    /// SHA-256 on the cooperative pool would stall every request handler behind it).
-    private func made(_ loaded: LoadedImageData, provenance: SourceProvenance) async throws -> SourceEntry {
-        let now = Date()
-        let response = loaded.response
-        let control = response.cacheControl
-        let stated = FreshnessPolicy.ownLifetime(headers: response.headers, now: now)
-        let statedPrivate = FreshnessPolicy.ownPrivateLifetime(headers: response.headers, now: now)
-        let data = loaded.data
-        var validator = ServiceKeys.responseValidator(etag: response.etag, lastModified: response.lastModified)
-        if validator == nil {
-            validator = try await renderer.pool.runCancellable { ServiceKeys.contentValidator(data) }
+    /// One data load of a source, counted: a hit at its level, else a miss; the origin's time when it was asked.
+    private func loadSource(_ location: URL, options: ImageOptions, span: any Tracing.Span) async throws
+        -> ImageDataResult
+    {
+        let start = DispatchTime.now()
+        let loaded: ImageDataResult
+        do {
+            loaded = try await sourceLoads.loadData(with: location, options: options)
+        } catch {
+            // No kept bytes answered (a stale copy whose revalidation failed is not an answer).
+            span.attributes["cache.level"] = "miss"
+            metrics.cacheMiss(kind: .source)
+            ServiceMetrics.record(metrics.originSeconds, since: start)
+            throw OriginLoader.serviceError(error)
         }
-        let sourceValidator = validator ?? ""
-        let record = EntryRecord(
-            provenance: provenance,
-            freshness: freshness.freshness(lifetime: stated, privateLifetime: statedPrivate, now: now),
-            statedLifetime: stated, statedPrivateLifetime: statedPrivate,
-            sourceValidator: sourceValidator, etag: response.etag, lastModified: response.lastModified)
-        return SourceEntry(
-            data: loaded.data, record: record, isShareable: !control.noStore && !control.isPrivate, level: nil)
-    }
-
-    private func store(_ data: Data, record: EntryRecord, contentType: String?, key: String) {
-        sources.store(
-            data,
-            metadata: CacheEntryMetadata(
-                originalKey: key, contentType: contentType, etag: record.etag, lastModified: record.lastModified,
-                expiresAt: record.freshness.reuseUntil, storedAt: Date(), size: data.count,
-                extendedData: record.encoded()),
-            forKey: key)
+        let level = sources.level(answeredBy: loaded.answeredBy, cacheType: loaded.cacheType)
+        span.attributes["cache.level"] = level?.rawValue ?? "miss"
+        if let level {
+            metrics.cacheHit(kind: .source, level: level)
+        } else {
+            metrics.cacheMiss(kind: .source)
+        }
+        if level == nil || loaded.isNotModified {
+            span.attributes["http.response.status_code"] = loaded.isNotModified ? 304 : loaded.response.statusCode ?? 0
+            ServiceMetrics.record(metrics.originSeconds, since: start)
+        }
+        return loaded
     }
 
     func shutdown() async { await onShutdown() }

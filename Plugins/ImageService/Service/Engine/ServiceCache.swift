@@ -26,7 +26,8 @@ struct ServiceCache: Sendable {
     let kind: CacheKind
     let memory: MemoryCache
     private let levels: [CacheLevel]
-    private let caches: CachesManager
+    /// The levels as one cache, fastest first (what the source loads' manager runs on).
+    let caches: CachesManager
     private let metrics: ServiceMetrics
 
     /// Caches `kind` on `memoryBytes` of memory (an entry above an eighth of it is not kept: one huge source must
@@ -75,6 +76,13 @@ struct ServiceCache: Sendable {
         let level = found.answeredBy.flatMap { levels.indices.contains($0) ? levels[$0] : nil } ?? .memory
         metrics.cacheHit(kind: kind, level: level)
         return Hit(data: data, metadata: found.metadata ?? CacheEntryMetadata(originalKey: key), level: level)
+    }
+
+    /// The level a load's hit came from: the cache at `answeredBy` in ``caches``, else by `cacheType`; nil for none.
+    func level(answeredBy: Int?, cacheType: ImageCacheType) -> CacheLevel? {
+        if let answeredBy, levels.indices.contains(answeredBy) { return levels[answeredBy] }
+        if cacheType.contains(.memory) { return .memory }
+        return cacheType.contains(.disk) ? levels.dropFirst().first : nil
     }
 
     /// Stores `data` on every level (memory at once; disk and Redis written in the background).

@@ -8,8 +8,8 @@ import Synchronization
 /// that wanted it, so the worker it holds is given back at the deadline of the last of them. The key is forgotten
 /// when the work ends, before its callers resume, so a later call starts afresh (and finds what the work stored).
 ///
-/// The service's, not `ImageManager`'s coalescing: that one shares loads of decoded images, and a service's
-/// work is an encoded result or a revalidated source (issue 33 asks for it to move into the SDK).
+/// The service's results only: its sources are `ImageManager` data loads, coalesced by the manager; a result is
+/// encoded bytes, which no manager product is yet (issue 33's third piece).
 ///
 /// Thread-safe: the table is behind one `Mutex`, and no continuation is resumed and no work is started or
 /// cancelled under it.

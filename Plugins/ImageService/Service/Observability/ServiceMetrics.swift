@@ -5,7 +5,8 @@ import Metrics
 ///
 /// - `_requests_total{status, format}`: answered requests by status and output format (`none` for errors).
 /// - `_cache_hits_total{kind, level}`, `_cache_misses_total{kind}`: lookups of results and sources by the level that
-///   answered (`memory`, `disk`, `redis`); `_coalesced_total{kind}`: requests that joined running work.
+///   answered (`memory`, `disk`, `redis`); `_coalesced_total{kind}`: requests that joined a running result (`kind`
+///   `result`; a source's transfer is shared inside `ImageManager`, which does not count joins).
 /// - `_origin_requests_total` (each hop), `_revalidations_total{outcome}` (`not_modified`, `changed`),
 ///   `_policy_refusals_total{where}` (`request`, `cache`: a cached answer the current policy refuses),
 ///   `_incomplete_sources_total` (sources whose bytes ended before their image: answered, kept nowhere).
