@@ -107,6 +107,33 @@ import Testing
         #expect(await waitUntil { !rig.manager.isRunning })
     }
 
+    /// A cancelAll that comes while a load is still starting (its request already at the loader) reaches it: the load
+    /// is registered before its work starts. Before, it was registered after, and a cancelAll in that window (the
+    /// prefetcher test hit it under load) missed the load, which then waited on the held transfer for ever.
+    @Test(arguments: [false, true])
+    func cancelAllReachesALoadWhoseRequestIsStarting(dataLoad: Bool) async throws {
+        let manager = Locked<ImageManager?>(nil)
+        let loader = CancelAllOnRequestLoader { manager.value?.cancelAll() }
+        let made = ImageManager(cache: RecordingCache(), loader: loader)
+        manager.withLock { $0 = made }
+        let ended = Locked<ImageError?>(nil)
+        if dataLoad {
+            made.loadData(with: testURL()) { result in
+                if case .failure(let error) = result { ended.withLock { $0 = error } }
+            }
+        } else {
+            // Memory only: the synchronous miss is definitive, so the request reaches the loader inside loadImage.
+            var context = ImageContext()
+            context.queryCacheType = .memory
+            made.loadImage(with: testURL(), context: context) { result in
+                if case .failure(let error) = result { ended.withLock { $0 = error } }
+            }
+        }
+        #expect(await waitUntil { ended.value != nil }, "the load was not cancelled")
+        #expect(ended.value?.code == .cancelled)
+        #expect(await waitUntil { !made.isRunning })
+    }
+
     @Test func cancellingDuringTheCacheQueryCancelsTheQuery() async throws {
         let cache = RecordingCache(diskDelay: 0.1)
         let loader = ScriptedLoader()
@@ -148,5 +175,24 @@ import Testing
         #expect(failures.value == 0)
         #expect(rig.loader.requestCount == 100)
         #expect(await waitUntil { !rig.manager.isRunning }, "no operation left running")
+    }
+}
+
+/// A loader that calls `onRequest` as a request arrives (before `requestImage` returns), then holds the transfer until
+/// it is cancelled.
+private final class CancelAllOnRequestLoader: ImageLoader {
+    let onRequest: @Sendable () -> Void
+
+    init(onRequest: @escaping @Sendable () -> Void) { self.onRequest = onRequest }
+
+    func canRequestImage(for url: URL) -> Bool { true }
+
+    func requestImage(
+        with url: URL, options: ImageOptions, context: ImageContext, progress: (@Sendable (LoadProgress) -> Void)?,
+        completion: @escaping @Sendable (Result<LoadedImageData, ImageError>) -> Void
+    ) -> any ImageOperation {
+        let operation = CancellableOperation { completion(.failure(.cancelled(stage: .download))) }
+        onRequest()
+        return operation
     }
 }

@@ -84,8 +84,8 @@ import Testing
     }
 
     /// Each way a load ends without a store ends its claim once: `notStored` when every try would end the same
-    /// (no-store, a 404), `abandoned` when another may succeed (a 503, a cancel).
-    @Test(arguments: ["no-store", "404", "503", "cancel"])
+    /// (no-store, a 404), `abandoned` when another may succeed (a 503, a cancel, a store that failed).
+    @Test(arguments: ["no-store", "404", "503", "cancel", "failed store"])
     func aMissThatStoresNothingEndsItsClaimByWhatItSaw(_ ending: String) async throws {
         let rig = Rig()
         let url = testURL()
@@ -100,6 +100,10 @@ import Testing
             expected = .notStored
         case "503":
             rig.loader.set(.failure(.invalidDownloadStatusCode(503)), for: url)
+            expected = .abandoned
+        case "failed store":
+            _ = answer(rig, url, blob: nil)
+            rig.cache.failStores(true)
             expected = .abandoned
         default:
             _ = answer(rig, url, blob: nil)
@@ -117,7 +121,7 @@ import Testing
         try await Task.sleep(for: .milliseconds(20))
         #expect(rig.cache.endedMisses.map(\.key) == [key])
         #expect(rig.cache.endedMisses.map(\.outcome) == [expected])
-        #expect(rig.cache.stores.isEmpty)
+        #expect(rig.cache.stores.isEmpty == (ending != "failed store"))
     }
 
     /// A hit claims nothing: the cache ended it itself.
@@ -132,5 +136,37 @@ import Testing
         _ = try await rig.manager.loadData(with: url, options: .refreshStale)
         try await Task.sleep(for: .milliseconds(20))
         #expect(rig.cache.endedMisses.isEmpty)
+    }
+
+    /// Loads that share one transfer store its bytes once, and each ends its claim after that store; loads whose one
+    /// 304 renewed an entry renew it once.
+    @Test func loadsSharingATransferStoreItOnce() async throws {
+        let rig = Rig()
+        let url = testURL()
+        let key = url.absoluteString
+        let data = answer(rig, url, blob: Self.blob)
+        rig.loader.hold()
+        let loads = (0..<4).map { _ in Task { try await rig.manager.loadData(with: url, options: .refreshStale) } }
+        #expect(await waitUntil { rig.loader.requestCount == 1 && rig.cache.queries(of: key) == 4 })
+        rig.loader.releaseAll()
+        for load in loads { #expect(try await load.value.data == data) }
+        #expect(rig.loader.requestCount == 1, "one transfer")
+        #expect(await waitUntil { rig.cache.endedMisses.count == 4 })
+        #expect(rig.cache.stores.count == 1, "stored once, not once per load")
+        #expect(rig.cache.endedMisses.allSatisfy { $0.key == key && $0.outcome == .stored })
+
+        seedStale(rig, key, data)
+        rig.loader.set(.failure(ImageError(.cacheNotModified, stage: .download, statusCode: 304)), for: url)
+        rig.loader.hold()
+        let revalidations = (0..<3).map { _ in
+            Task { try await rig.manager.loadData(with: url, options: .refreshStale) }
+        }
+        #expect(await waitUntil { rig.loader.requestCount == 2 && rig.cache.queries(of: key) == 7 })
+        rig.loader.releaseAll()
+        for load in revalidations { #expect(try await load.value.isNotModified) }
+        #expect(rig.loader.requestCount == 2, "one revalidation")
+        #expect(await waitUntil { rig.cache.stores.count == 2 })
+        try await Task.sleep(for: .milliseconds(30))
+        #expect(rig.cache.stores.count == 2, "renewed once, not once per load")
     }
 }

@@ -9,8 +9,11 @@ struct FetchSubscriber: Sendable {
     let fallback: (@Sendable (ImageLoadOperation) -> Void)?
     /// Where a data load's bytes go (``ImageManager/loadData(with:options:context:completed:)``); nil for image
     /// loads.
-    var deliverData: (@Sendable (ImageDataResult) -> Void)? = nil
+    var deliverData: DataDelivery? = nil
 }
+
+/// Hands a data load its bytes, with the job whose transfer they are (loads that share it store them once).
+typealias DataDelivery = @Sendable (ImageDataResult, _ transfer: FetchJob) -> Void
 
 /// A decode's result: the image and the source's frame count when the coder's probe told it.
 struct DecodedImage: Sendable {
@@ -30,6 +33,20 @@ final class FetchJob: Sendable {
         case none
         case running(any ImageOperation)
         case cancelRequested
+    }
+
+    /// The stores of this transfer's bytes by data loads, one per place (``SharedStore``): the loads sharing it
+    /// write them once. Lives as long as the job, so a late load of the same transfer learns the outcome.
+    private let keptStores = Locked<[KeptTarget: SharedStore]>([:])
+
+    /// The one store of this transfer's bytes in `target`.
+    func keptStore(for target: KeptTarget) -> SharedStore {
+        keptStores.withLock { stores in
+            if let store = stores[target] { return store }
+            let store = SharedStore()
+            stores[target] = store
+            return store
+        }
     }
 
     struct State {
@@ -323,7 +340,11 @@ final class FetchJob: Sendable {
                         data: data, response: source.response ?? ResponseMetadata(), url: subscriber.info.plan.url)
                     let deliver = subscriber.info.deliverData
                     let queue = subscriber.info.operation.callbackQueue
-                    if case .current = queue.kind { deliver?(result) } else { queue.execute { deliver?(result) } }
+                    if case .current = queue.kind {
+                        deliver?(result, self)
+                    } else {
+                        queue.execute { deliver?(result, self) }
+                    }
                 }
             case .fail(let subscribers, let error):
                 fail(subscribers.map(\.info), error)

@@ -110,12 +110,10 @@ extension ImageManager {
             } else {
                 operation = ImageLoadOperation(
                     url: url, manager: self, callbackQueue: plan.callbackQueue, progress: nil, completion: failed)
-                if let timeout = context.loadTimeout { Self.expire(operation, after: timeout) }
-                download(operation, plan, cached: nil) { completed(.success($0)) }
-            }
-            if !operation.isFinished {
+                // Registered for cancelAll before the work starts, as an image load is.
                 register(operation)
-                if operation.isFinished { unregister(operation) }
+                if let timeout = context.loadTimeout { Self.expire(operation, after: timeout) }
+                download(operation, plan, cached: nil) { loaded, _ in completed(.success(loaded)) }
             }
             return operation
         }

@@ -6,7 +6,7 @@ extension ImageManager {
     /// makes it a data load's, served with the bytes themselves (``loadData(with:options:context:completed:)``).
     func download(
         _ operation: ImageLoadOperation, _ plan: LoadPlan, cached: CacheQueryResult?,
-        deliverData: (@Sendable (ImageDataResult) -> Void)? = nil
+        deliverData: DataDelivery? = nil
     ) {
         let url = plan.url
         if let refusal = downloadRefusal(plan) {

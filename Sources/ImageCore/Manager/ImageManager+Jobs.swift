@@ -12,7 +12,7 @@ extension ImageManager {
     /// loads of 100 URLs would download some URLs twice.
     func subscribe(
         _ operation: ImageLoadOperation, _ plan: LoadPlan, jobKey: String, inline: Bool,
-        decodeOptions: ImageDecodeOptions, deliverData: (@Sendable (ImageDataResult) -> Void)? = nil,
+        decodeOptions: ImageDecodeOptions, deliverData: DataDelivery? = nil,
         cacheOrigin: FetchSource.Origin?,
         fallback: (@Sendable (ImageLoadOperation) -> Void)?, recheck: (@Sendable () -> ImageResult?)? = nil,
         startSource: @escaping @Sendable (FetchJob) -> (any ImageOperation)?

@@ -97,8 +97,8 @@ extension ImageManager {
     /// first (a 304 answers with them and renews them); a miss downloads. Downloaded bytes are stored in `place`.
     ///
     /// The query claims a miss (a fleet's lease, ``KeptClaim``), which ends once the bytes are stored or the load
-    /// failed. Every data load stores what it was served and renews what it revalidated, so N loads sharing one
-    /// transfer write the same entry N times (the protocol stores are idempotent; a job-level store is not built).
+    /// failed. The loads sharing one transfer store its bytes once (``FetchJob/keptStore(for:)``), and the loads
+    /// whose 304 renewed one entry renew it once (``KeptRenewals``).
     func loadKeptData(_ plan: LoadPlan, completed: @escaping ImageDataCompletionHandler) -> ImageLoadOperation {
         let place = DataPlace(plan)
         let kept = Locked<KeptEntry?>(nil)
@@ -115,9 +115,21 @@ extension ImageManager {
                 return completed(.failure(error))
             }
             let (current, renewed) = entry.revalidated(response: error.response)
-            if renewed { Self.store(current.data, metadata: current.metadata, in: place, then: nil) }
+            if renewed {
+                // The loads that revalidated this very entry (one transfer's 304) renew it once.
+                let write = { (done: @escaping @Sendable (Bool) -> Void) in
+                    Self.store(current.data, metadata: current.metadata, in: place, then: done)
+                }
+                if let target = KeptTarget(place) {
+                    self.keptRenewals.store(for: target, renewing: entry.metadata).run(then: nil, write)
+                } else {
+                    write { _ in }
+                }
+            }
             completed(.success(current.result(url: url, isNotModified: true)))
         }
+        // Registered for cancelAll before the work starts, as an image load is.
+        register(operation)
         if let timeout = plan.context.loadTimeout { Self.expire(operation, after: timeout) }
         guard let place, place.queryLevels != .none, !plan.options.contains(.fromLoaderOnly) else {
             downloadKeeping(operation, plan, place: place, cached: nil, claim: claim, completed: completed)
@@ -144,6 +156,8 @@ extension ImageManager {
                 self.downloadKeeping(operation, plan, place: place, cached: nil, claim: claim, completed: completed)
             case .success(nil), .failure:
                 claim.hold(MissClaim(cache: place.cache, key: place.key, levels: place.queryLevels))
+                // A load that ended meanwhile (a cancel between the answer and here) ends the claim it never saw.
+                if operation.isFinished { claim.end(.abandoned) }
                 self.downloadKeeping(operation, plan, place: place, cached: nil, claim: claim, completed: completed)
             }
         }
@@ -157,11 +171,21 @@ extension ImageManager {
         _ operation: ImageLoadOperation, _ plan: LoadPlan, place: DataPlace?, cached: CacheQueryResult?,
         claim: KeptClaim, completed: @escaping ImageDataCompletionHandler
     ) {
-        download(operation, plan, cached: cached) { loaded in
+        download(operation, plan, cached: cached) { loaded, transfer in
             if let place, place.storeLevels != .none, plan.mayStore(loaded.response) {
-                Self.store(
-                    loaded.data, metadata: CacheEntryMetadata(response: loaded.response, key: place.key), in: place,
-                    then: { claim.end(.stored) })
+                // Every load sharing the transfer is served the same bytes: one of them stores them, and each ends its
+                // claim once that store finished.
+                let ended: @Sendable (Bool) -> Void = { claim.end($0 ? .stored : .abandoned) }
+                let write = { (done: @escaping @Sendable (Bool) -> Void) in
+                    Self.store(
+                        loaded.data, metadata: CacheEntryMetadata(response: loaded.response, key: place.key),
+                        in: place, then: done)
+                }
+                if let target = KeptTarget(place) {
+                    transfer.keptStore(for: target).run(then: ended, write)
+                } else {
+                    write(ended)
+                }
             } else {
                 claim.end(.notStored)
             }
@@ -182,16 +206,23 @@ extension ImageManager {
         }
     }
 
-    /// Stores kept bytes with `metadata` in `place`'s store levels; `then` runs once the store finished.
+    /// Stores kept bytes with `metadata` in `place`'s store levels; `then` learns, once the store finished, whether it
+    /// stored them (a failed store leaves the key to whoever tries next: `abandoned`, not `stored`).
     private static func store(
-        _ data: Data, metadata: CacheEntryMetadata?, in place: DataPlace, then: (@Sendable () -> Void)?
+        _ data: Data, metadata: CacheEntryMetadata?, in place: DataPlace, then: (@Sendable (Bool) -> Void)?
     ) {
         guard place.storeLevels != .none else {
-            then?()
+            then?(false)
             return
         }
         let completion: (@Sendable (Result<Void, ImageError>) -> Void)?
-        if let then { completion = { _ in then() } } else { completion = nil }
+        if let then {
+            completion = { result in
+                if case .success = result { then(true) } else { then(false) }
+            }
+        } else {
+            completion = nil
+        }
         place.cache.store(
             nil, data: data, metadata: metadata, forKey: place.key, cacheType: place.storeLevels,
             completion: completion)

@@ -115,6 +115,9 @@ extension ImageManager {
         let plan = LoadPlan(url: url, lookup: lookup, context: context, manager: self)
         let operation = ImageLoadOperation(
             url: url, manager: self, callbackQueue: plan.callbackQueue, progress: progress, completion: completed)
+        // Registered for cancelAll before any work starts: a load whose request already reached the loader is one a
+        // cancelAll must reach (its finish unregisters it, even during the start).
+        register(operation)
         if let timeout = context.loadTimeout { Self.expire(operation, after: timeout) }
         if case .miss = memory {
             if let key = plan.key {
@@ -123,12 +126,6 @@ extension ImageManager {
             queryOriginalOrDownload(operation, plan)
         } else {
             queryKey(operation, plan, levels: plan.queryCacheType)
-        }
-        // A load that already finished needs no bookkeeping. Otherwise register it for cancelAll; if it finished
-        // meanwhile, `finish` may have unregistered before we registered, so check again.
-        if !operation.isFinished {
-            register(operation)
-            if operation.isFinished { unregister(operation) }
         }
         return operation
     }

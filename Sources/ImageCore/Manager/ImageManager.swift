@@ -148,6 +148,8 @@ public final class ImageManager: Sendable {
     /// The pool that runs this manager's decodes, transforms and serializer encodes.
     public let workPool: WorkPool
     /// Admits downloads while fewer than ``maxDownloadsAheadOfDecoding`` are ahead of the decoder.
+    /// The renewals of kept entries, so the loads one 304 answered renew the entry once.
+    let keptRenewals = KeptRenewals()
     let downloadAdmission = DownloadAdmission(limit: ImageManager.defaultMaxDownloadsAheadOfDecoding)
 
     /// The default of ``maxDownloadsAheadOfDecoding``: 64.
