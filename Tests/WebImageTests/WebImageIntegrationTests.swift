@@ -90,11 +90,12 @@ import WebImage
         let loader = ScriptedLoader(acceptsAll: true)
         let jpeg = try JPEGCoder.shared.encode(
             Self.photo(width: 80, height: 60), as: .jpeg, options: ImageEncodeOptions())
-        loader.set(
-            .data(
-                jpeg,
-                ResponseMetadata(url: url, statusCode: 200, contentType: "image/jpeg", etag: "\"v1\"", maxAge: 0)),
-            for: url)
+        // The loader's own blob travels with the bytes: kept on disk (an extended attribute), handed back after a
+        // restart, shown to the revalidating loader, replaced by the 304's.
+        let blob = Data("hops:origin.example".utf8)
+        var response = ResponseMetadata(url: url, statusCode: 200, contentType: "image/jpeg", etag: "\"v1\"", maxAge: 0)
+        response.extendedData = blob
+        loader.set(.data(jpeg, response), for: url)
         func freshCache() -> CachesManager {
             CachesManager([MemoryCache(), DiskCache(configuration: DiskCacheConfiguration(directory: directory))])
         }
@@ -110,20 +111,31 @@ import WebImage
             }
             return nil
         }
-        #expect(try await diskMetadata { $0.etag == "\"v1\"" } != nil, "the served bytes are kept on disk")
+        #expect(
+            try await diskMetadata { $0.etag == "\"v1\"" && $0.extendedData == blob } != nil,
+            "the served bytes are kept on disk, with the loader's blob")
 
         // A restart over the same directory: the copy is stale (max-age=0), so it is revalidated; the 304 renews it.
         var notModified = ImageError(.cacheNotModified, stage: .download, statusCode: 304)
-        notModified.response = ResponseMetadata(url: url, statusCode: 304, etag: "\"v1\"", maxAge: 300)
+        var renewedResponse = ResponseMetadata(url: url, statusCode: 304, etag: "\"v1\"", maxAge: 300)
+        let renewedBlob = Data("hops:origin.example,cdn.example".utf8)
+        renewedResponse.extendedData = renewedBlob
+        notModified.response = renewedResponse
         loader.set(.failure(notModified), for: url)
         let restarted = ImageManager(cache: freshCache(), loader: loader)
         let revalidated = try await restarted.loadData(with: url, options: .refreshStale)
         #expect(revalidated.data == jpeg && revalidated.isNotModified && revalidated.cacheType == .disk)
         #expect(loader.requests.last?.context.loaderCachedMetadata?.etag == "\"v1\"")
+        #expect(loader.requests.last?.context.loaderCachedMetadata?.extendedData == blob)
+        #expect(revalidated.response.extendedData == renewedBlob)
         #expect(loader.requestCount == 2)
-        #expect(try await diskMetadata { ($0.expiresAt?.timeIntervalSinceNow ?? 0) > 250 } != nil, "renewed")
+        #expect(
+            try await diskMetadata {
+                ($0.expiresAt?.timeIntervalSinceNow ?? 0) > 250 && $0.extendedData == renewedBlob
+            } != nil, "renewed, with the 304's blob")
         let fresh = try await restarted.loadData(with: url, options: .refreshStale)
         #expect(fresh.data == jpeg && !fresh.isNotModified && fresh.cacheType == .disk)
+        #expect(fresh.response.extendedData == renewedBlob)
         let image = try await restarted.loadImage(with: url)
         #expect(image.image.width == 80 && image.cacheType == .disk)
         #expect(loader.requestCount == 2, "fresh after the 304: neither load asked the loader")
