@@ -108,4 +108,32 @@ struct CacheLevelTests {
         #expect(await fixture.get("/photo.png", "w=20&format=png").status == .ok)
         #expect(fixture.counter("origin_requests_total") == 1, "kept with its record: the next size asks nobody")
     }
+
+    /// The same for a stale one whose origin answers the revalidation 304: the bytes are current, but without a
+    /// record they can't be answered with, so they are fetched whole (an unconditional request) and kept again.
+    @Test func aStaleKeptSourceWithoutARecordIsFetchedWholeAfterA304() async throws {
+        let wide = try ServiceImages.png(width: 40, height: 20)
+        let fixture = try await ServiceFixture.start { request in
+            if request.header("If-None-Match") == "\"v1\"" { return .respond(status: .notModified) }
+            return .respond(
+                headers: [("Content-Type", "image/png"), ("ETag", "\"v1\""), ("Cache-Control", "max-age=3600")],
+                body: wide)
+        }
+        defer { Task { await fixture.stop() } }
+        let engine = try #require(fixture.service.engine as? PipelineEngine)
+        let key = ServiceKeys.sourceKey(try SourceURL("http://127.0.0.1:\(fixture.origin.port)/photo.png"))
+        let stale = Data(wide)
+        engine.sources.store(
+            stale,
+            metadata: CacheEntryMetadata(
+                originalKey: key, contentType: "image/png", etag: "\"v1\"", maxAge: 0,
+                expiresAt: Date().addingTimeInterval(-1), storedAt: Date(), size: stale.count),
+            forKey: key)
+        let answer = await fixture.get("/photo.png", "w=32&format=png")
+        #expect(answer.status == .ok)
+        let requests = fixture.origin.requests(to: "/photo.png")
+        #expect(requests.map { $0.header("If-None-Match") } == ["\"v1\"", nil], "revalidated, then fetched whole")
+        #expect(await fixture.get("/photo.png", "w=20&format=png").status == .ok)
+        #expect(fixture.origin.requests(to: "/photo.png").count == 2, "kept with its record: asks nobody")
+    }
 }

@@ -66,7 +66,9 @@ struct OriginLoader: ImageLoader {
         switch try await fetcher.fetch(source, validators: validators, deadline: bound) {
         case .notModified(let response, let provenance):
             guard let record = EntryRecord.decode(cached?.extendedData) else {
-                throw ImageError(.invalidDownloadResponse, stage: .download, message: "a 304 for no kept source")
+                // Current, but kept without a record this version can read (another version's): fetched whole, so
+                // it is kept again with one, rather than failing every request until it is evicted.
+                return try await load(url, cached: nil)
             }
             metrics.revalidated(changed: false)
             throw ImageError(.cacheNotModified, stage: .download, statusCode: 304)
