@@ -147,9 +147,13 @@ import Testing
         let data = answer(rig, url, blob: Self.blob)
         rig.loader.hold()
         let loads = (0..<4).map { _ in Task { try await rig.manager.loadData(with: url, options: .refreshStale) } }
-        #expect(await waitUntil { rig.loader.requestCount == 1 && rig.cache.queries(of: key) == 4 })
+        // Four queries, and the first load's second look at memory before it started the transfer.
+        #expect(await waitUntil { rig.loader.requestCount == 1 && rig.cache.queries(of: key) == 5 })
         rig.loader.releaseAll()
-        for load in loads { #expect(try await load.value.data == data) }
+        var served: [ImageDataResult] = []
+        for load in loads { served.append(try await load.value) }
+        #expect(served.allSatisfy { $0.data == data })
+        #expect(served.filter(\.joinedTransfer).count == 3, "the three that joined the first load's transfer say so")
         #expect(rig.loader.requestCount == 1, "one transfer")
         #expect(await waitUntil { rig.cache.endedMisses.count == 4 })
         #expect(rig.cache.stores.count == 1, "stored once, not once per load")
@@ -161,9 +165,12 @@ import Testing
         let revalidations = (0..<3).map { _ in
             Task { try await rig.manager.loadData(with: url, options: .refreshStale) }
         }
-        #expect(await waitUntil { rig.loader.requestCount == 2 && rig.cache.queries(of: key) == 7 })
+        #expect(await waitUntil { rig.loader.requestCount == 2 && rig.cache.queries(of: key) == 9 })
         rig.loader.releaseAll()
-        for load in revalidations { #expect(try await load.value.isNotModified) }
+        var renewed: [ImageDataResult] = []
+        for load in revalidations { renewed.append(try await load.value) }
+        #expect(renewed.allSatisfy { $0.isNotModified })
+        #expect(renewed.filter(\.joinedTransfer).count == 2, "two joined the first load's revalidation")
         #expect(rig.loader.requestCount == 2, "one revalidation")
         #expect(await waitUntil { rig.cache.stores.count == 2 })
         try await Task.sleep(for: .milliseconds(30))

@@ -54,4 +54,77 @@ import WebImage
         #expect(hit.cacheType == .memory && hit.image === memory.image(forKey: key))
         #expect(loader.requestCount == 0)
     }
+
+    /// Kept data loads (`.refreshStale`) of a few URLs, started in waves across their transfers: every URL is fetched
+    /// once. A load whose query missed while an identical load's job was ending takes the bytes that load stored in
+    /// memory (before, it started a second transfer); one that joined a transfer says so, once per transfer at most
+    /// it did not start.
+    @Test func keptDataLoadsThatMissAsATransferEndsTakeItsBytesFromMemory() async throws {
+        let directory = CacheFixtures.temporaryDirectory("kept-recheck")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let loader = ScriptedLoader(delay: 0.004, acceptsAll: true)
+        let urls = (0..<24).map { URL(string: "https://origin.example/kept-\($0).bin")! }
+        for url in urls {
+            loader.set(
+                .data(
+                    Data("bytes of \(url.lastPathComponent)".utf8),
+                    ResponseMetadata(url: url, statusCode: 200, maxAge: 600)),
+                for: url)
+        }
+        var configuration = MemoryCacheConfiguration(costLimit: 1 << 24)
+        configuration.keepsDataAlone = true
+        let caches = CachesManager(
+            [
+                MemoryCache(configuration: configuration),
+                DiskCache(configuration: DiskCacheConfiguration(directory: directory)),
+            ])
+        caches.promotesHits = true
+        let manager = ImageManager(cache: caches, loader: loader, coders: CodersManager(coders: []))
+        let results = try await withThrowingTaskGroup(of: ImageDataResult.self) { group in
+            for wave in 0..<12 {
+                for url in urls {
+                    group.addTask { try await manager.loadData(with: url, options: .refreshStale) }
+                }
+                try await Task.sleep(for: .microseconds(700 * wave % 3000))
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(results.count == urls.count * 12)
+        for result in results {
+            #expect(result.data == Data("bytes of \(result.url.lastPathComponent)".utf8))
+            if result.cacheType != .none { #expect(!result.joinedTransfer, "a cached answer joined nothing") }
+        }
+        #expect(loader.requestCount == urls.count, "each URL fetched once")
+        let starters = results.filter { $0.cacheType == .none && !$0.joinedTransfer }
+        #expect(starters.count == urls.count, "one load started each transfer")
+    }
+
+    /// A kept data load stores its bytes as its transfer ends, not when its callback queue gets to it: a load of the
+    /// same URL made while the first load's callback queue is busy (here: suspended) is a memory hit, not a second
+    /// transfer.
+    @Test func keptBytesAreStoredBeforeTheirLoadsCallbackQueueRuns() async throws {
+        let loader = ScriptedLoader(acceptsAll: true)
+        let url = URL(string: "https://origin.example/queued.bin")!
+        let bytes = Data("queued bytes".utf8)
+        loader.set(.data(bytes, ResponseMetadata(url: url, statusCode: 200, maxAge: 600)), for: url)
+        var configuration = MemoryCacheConfiguration(costLimit: 1 << 24)
+        configuration.keepsDataAlone = true
+        let memory = MemoryCache(configuration: configuration)
+        let manager = ImageManager(cache: CachesManager([memory]), loader: loader, coders: CodersManager(coders: []))
+        let queue = DispatchQueue(label: "busy callbacks")
+        queue.suspend()
+        var context = ImageContext()
+        context.callbackQueue = .dispatch(queue)
+        let first = Task { try await manager.loadData(with: url, options: .refreshStale, context: context) }
+        let key = try #require(manager.cacheKey(for: url))
+        #expect(
+            await waitUntil(timeout: 5) { memory.data(forKey: key) != nil },
+            "stored while the callback queue is suspended")
+        let second = try await manager.loadData(with: url, options: .refreshStale)
+        #expect(second.cacheType == .memory && second.data == bytes)
+        #expect(loader.requestCount == 1)
+        queue.resume()
+        let firstResult = try await first.value
+        #expect(firstResult.cacheType == .none && firstResult.data == bytes && !firstResult.joinedTransfer)
+    }
 }

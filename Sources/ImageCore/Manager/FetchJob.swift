@@ -12,8 +12,15 @@ struct FetchSubscriber: Sendable {
     var deliverData: DataDelivery? = nil
 }
 
-/// Hands a data load its bytes, with the job whose transfer they are (loads that share it store them once).
-typealias DataDelivery = @Sendable (ImageDataResult, _ transfer: FetchJob) -> Void
+/// How a data load is handed its bytes.
+struct DataDelivery: Sendable {
+    /// Runs on the job's thread as the bytes are served, before the job is forgotten, with the job whose transfer
+    /// they are: a kept load stores them here (once for the loads sharing the transfer), so a load that looks at
+    /// memory once the job is gone finds them, whatever callback queue the load asked for.
+    var keep: (@Sendable (ImageDataResult, _ transfer: FetchJob) -> Void)? = nil
+    /// Runs on the load's callback queue.
+    let deliver: @Sendable (ImageDataResult) -> Void
+}
 
 /// A decode's result: the image and the source's frame count when the coder's probe told it.
 struct DecodedImage: Sendable {
@@ -54,6 +61,10 @@ final class FetchJob: Sendable {
         fileprivate var sourceOperation = SourceOperation.none
         var storedProducts: Set<ProductKey> = []
         var removed = false
+        /// True once the job left the manager's registry (after its last actions ran).
+        var forgotten = false
+        /// What runs once it left (``afterRemoval(_:)``).
+        var afterRemoval: [@Sendable () -> Void] = []
         var removedEntry = false
         var progressive: ProgressiveState?
         /// The subscribers' cache misses, ended once the job settles (see ``MissClaim``).
@@ -142,6 +153,26 @@ final class FetchJob: Sendable {
     /// True once every subscriber was served or left (the registry forgets the job soon after).
     var isFinished: Bool { state.withLock { $0.machine.isFinished } }
 
+    /// Runs `body` once this finished job left the manager's registry; false (and `body` is dropped) when it already
+    /// left or has not finished: the caller looks again itself.
+    func afterRemoval(_ body: @escaping @Sendable () -> Void) -> Bool {
+        state.withLock { state in
+            guard state.machine.isFinished, !state.forgotten else { return false }
+            state.afterRemoval.append(body)
+            return true
+        }
+    }
+
+    /// The job left the registry: what waited for that runs (outside the lock).
+    private func forgotten() {
+        let waiting = state.withLock { state in
+            state.forgotten = true
+            defer { state.afterRemoval = [] }
+            return state.afterRemoval
+        }
+        for body in waiting { body() }
+    }
+
     /// False once the job finished or was closed to newcomers: a load looking for this job's work needs another.
     var acceptsSubscribers: Bool { state.withLock { !$0.machine.isFinished && !$0.machine.isClosed } }
 
@@ -220,6 +251,7 @@ final class FetchJob: Sendable {
         if finished {
             releaseDownload()
             manager.removeJob(self)
+            forgotten()
         }
         if let ended { for (claim, outcome) in ended { claim.end(outcome) } }
     }
@@ -287,6 +319,7 @@ final class FetchJob: Sendable {
         if finished {
             releaseDownload()
             manager.removeJob(self)
+            forgotten()
         }
         if let ended { for (claim, outcome) in ended { claim.end(outcome) } }
     }
@@ -336,14 +369,17 @@ final class FetchJob: Sendable {
                     continue
                 }
                 for subscriber in subscribers where subscriber.info.operation.decideDataResult() {
-                    let result = ImageDataResult(
+                    var served = ImageDataResult(
                         data: data, response: source.response ?? ResponseMetadata(), url: subscriber.info.plan.url)
-                    let deliver = subscriber.info.deliverData
+                    served.joinedTransfer = subscriber.info.operation.joinedTransfer
+                    let result = served
+                    guard let delivery = subscriber.info.deliverData else { continue }
+                    delivery.keep?(result, self)
                     let queue = subscriber.info.operation.callbackQueue
                     if case .current = queue.kind {
-                        deliver?(result, self)
+                        delivery.deliver(result)
                     } else {
-                        queue.execute { deliver?(result, self) }
+                        queue.execute { delivery.deliver(result) }
                     }
                 }
             case .fail(let subscribers, let error):

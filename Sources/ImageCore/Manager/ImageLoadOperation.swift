@@ -43,6 +43,8 @@ public final class ImageLoadOperation: PrioritizableOperation {
         /// Boxed: an inline optional existential would make every load's state pay for its value witnesses.
         var query: QueryBox?
         var subscription: (job: FetchJob, id: UInt64)?
+        /// It joined a job another load had started (its transfer is shared: ``ImageDataResult/joinedTransfer``).
+        var joinedJob = false
         /// The cached image delivered first by a revalidating load; the final result on "not modified".
         var cachedResult: CachedResult?
         /// Deliveries waiting for the one that is running.
@@ -186,17 +188,21 @@ public final class ImageLoadOperation: PrioritizableOperation {
     }
 
     /// Records the job subscription; returns false when the load was already cancelled or finished.
-    func attach(job: FetchJob, id: UInt64) -> Bool {
+    func attach(job: FetchJob, id: UInt64, joined: Bool) -> Bool {
         let attached = state.withLock { state in
             guard !state.cancelled, !state.finished else { return false }
             state.query = nil
             state.subscription = (job, id)
+            state.joinedJob = joined
             return true
         }
         // A load joining a running download may raise its priority.
         if attached { job.refreshSourcePriority() }
         return attached
     }
+
+    /// True when this load joined a job another load had started.
+    var joinedTransfer: Bool { state.withLock { $0.joinedJob } }
 
     func detachQuery() { state.withLock { $0.query = nil } }
 

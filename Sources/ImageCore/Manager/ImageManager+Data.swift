@@ -17,6 +17,9 @@ public struct ImageDataResult: Sendable {
     /// ``CacheQueryResult/answeredBy``; a fleet's third level is told apart from its disk); nil when the loader sent
     /// them or the cache is not a `CachesManager`.
     public let answeredBy: Int?
+    /// True when this load was served by a transfer (or a revalidation) another load had started: it was coalesced
+    /// with that load. False for the load that started it and for answers from the cache.
+    public internal(set) var joinedTransfer = false
 
     /// Creates a result.
     public init(
@@ -113,7 +116,8 @@ extension ImageManager {
                 // Registered for cancelAll before the work starts, as an image load is.
                 register(operation)
                 if let timeout = context.loadTimeout { Self.expire(operation, after: timeout) }
-                download(operation, plan, cached: nil) { loaded, _ in completed(.success(loaded)) }
+                download(
+                    operation, plan, cached: nil, deliverData: DataDelivery { completed(.success($0)) })
             }
             return operation
         }

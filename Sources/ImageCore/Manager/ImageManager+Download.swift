@@ -4,9 +4,12 @@ extension ImageManager {
     /// Downloads for `operation` (joining an identical download in flight), unless the options, the delegate or
     /// the loader forbid it. `cached` is the entry a ``ImageOptions/refreshCached`` load revalidates; `deliverData`
     /// makes it a data load's, served with the bytes themselves (``loadData(with:options:context:completed:)``).
+    ///
+    /// `keptRecheck` is a kept data load's look at memory before it starts a job (``MemoryRecheck``): the bytes an
+    /// identical load stored as its job ended.
     func download(
         _ operation: ImageLoadOperation, _ plan: LoadPlan, cached: CacheQueryResult?,
-        deliverData: DataDelivery? = nil
+        keptRecheck: MemoryRecheck? = nil, deliverData: DataDelivery? = nil
     ) {
         let url = plan.url
         if let refusal = downloadRefusal(plan) {
@@ -50,7 +53,7 @@ extension ImageManager {
         if !plan.isShareable || traits.isolatesDownload { fields.append(("isolated", String(nextID()))) }
         let loaderContext = context
         // A data load wants bytes, which a memory hit of the image is not.
-        let recheck = cached == nil && deliverData == nil ? memoryRecheck(plan) : nil
+        let recheck = cached == nil && deliverData == nil ? memoryRecheck(plan, operation) : keptRecheck
         let control = plan.loader.downloadControl(for: url)
         subscribe(
             operation, plan, jobKey: CacheKeys.composite(fields), inline: false, decodeOptions: plan.decodeOptions,

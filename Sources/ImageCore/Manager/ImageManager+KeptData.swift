@@ -56,15 +56,27 @@ struct KeptEntry: Sendable {
     }
 
     /// The entry as a data load's result: the stored response facts (content type, validators, lifetime, the
-    /// loader's blob).
-    func result(url: URL, isNotModified: Bool) -> ImageDataResult {
+    /// loader's blob). `joined`: the load shared another load's revalidation.
+    func result(url: URL, isNotModified: Bool, joined: Bool = false) -> ImageDataResult {
         var response = ResponseMetadata(
             url: url, statusCode: 200, contentType: metadata?.contentType, etag: metadata?.etag,
             lastModified: metadata?.lastModified, maxAge: metadata?.maxAge)
         if let extended = metadata?.extendedData { response.extendedData = extended }
-        return ImageDataResult(
+        var result = ImageDataResult(
             data: data, response: response, url: url, cacheType: cacheType, isNotModified: isNotModified,
             answeredBy: answeredBy)
+        result.joinedTransfer = joined
+        return result
+    }
+
+    /// The fresh bytes the memory level of `place` holds, asked on the caller's thread; nil when it holds none.
+    static func freshInMemory(_ place: DataPlace, context: ImageContext) -> KeptEntry? {
+        guard place.queryLevels.contains(.memory),
+            case .hit(let hit) = place.cache.queryImageSync(
+                forKey: place.key, options: .queryMemoryData, context: context, cacheType: .memory),
+            let data = hit.data, Revalidation.isFresh(hit.metadata, now: Date())
+        else { return nil }
+        return KeptEntry(hit, data: data)
     }
 }
 
@@ -104,9 +116,16 @@ extension ImageManager {
         let kept = Locked<KeptEntry?>(nil)
         let claim = KeptClaim()
         let url = plan.url
+        // The operation, for its completion to read whether it joined another load's revalidation; let go there (the
+        // completion runs once), so the two don't keep each other.
+        let started = Locked<ImageLoadOperation?>(nil)
         let operation = ImageLoadOperation(
             url: url, manager: self, callbackQueue: plan.callbackQueue, progress: nil
         ) { result in
+            let joined = started.withLock { operation in
+                defer { operation = nil }
+                return operation?.joinedTransfer ?? false
+            }
             guard case .failure(let error) = result else { return }
             // Only a loader's answer reaches here as `cacheNotModified`: a load that may not download never asks
             // (``downloadRefusal(_:)`` is checked first), so the kept bytes are current and their lifetime renewed.
@@ -126,8 +145,9 @@ extension ImageManager {
                     write { _ in }
                 }
             }
-            completed(.success(current.result(url: url, isNotModified: true)))
+            completed(.success(current.result(url: url, isNotModified: true, joined: joined)))
         }
+        started.withLock { $0 = operation }
         // Registered for cancelAll before the work starts, as an image load is.
         register(operation)
         if let timeout = plan.context.loadTimeout { Self.expire(operation, after: timeout) }
@@ -171,7 +191,19 @@ extension ImageManager {
         _ operation: ImageLoadOperation, _ plan: LoadPlan, place: DataPlace?, cached: CacheQueryResult?,
         claim: KeptClaim, completed: @escaping ImageDataCompletionHandler
     ) {
-        download(operation, plan, cached: cached) { loaded, transfer in
+        // A load that missed while an identical one was storing its bytes takes them from memory rather than
+        // starting a transfer of its own, once that load's job ended.
+        var recheck: MemoryRecheck?
+        if let place {
+            recheck = {
+                guard let entry = KeptEntry.freshInMemory(place, context: plan.context) else { return nil }
+                return { @Sendable in
+                    claim.end(.abandoned)
+                    Self.answer(entry.result(url: plan.url, isNotModified: false), operation, completed)
+                }
+            }
+        }
+        let keep: @Sendable (ImageDataResult, FetchJob) -> Void = { loaded, transfer in
             if let place, place.storeLevels != .none, plan.mayStore(loaded.response) {
                 // Every load sharing the transfer is served the same bytes: one of them stores them, and each ends its
                 // claim once that store finished.
@@ -189,8 +221,10 @@ extension ImageManager {
             } else {
                 claim.end(.notStored)
             }
-            completed(.success(loaded))
         }
+        download(
+            operation, plan, cached: cached, keptRecheck: recheck,
+            deliverData: DataDelivery(keep: keep) { completed(.success($0)) })
     }
 
     /// Hands a data load its answer from the cache, on its callback queue (unless it already ended).

@@ -342,7 +342,7 @@ extension ImageManager {
                 cacheOrigin: source.origin, fallback: { self.download($0, plan, cached: nil) },
                 // A fetch that stored this original moments ago stored the product in memory first: use it rather
                 // than transform again.
-                recheck: self.memoryRecheck(plan)
+                recheck: self.memoryRecheck(plan, operation)
             ) { job in
                 job.sourceSucceeded(source)
                 return nil

@@ -212,6 +212,16 @@ final class ModelChecker: Sendable {
             } else if loaded.response.extendedData == nil {
                 messages.append("\(label): bytes (\(loaded.cacheType)) without the blob the origin sent with them")
             }
+            // A load that says it joined another load's transfer had one to join: the loader's answer (or a 304's),
+            // while another load of the URL ran.
+            if loaded.joinedTransfer {
+                if loaded.cacheType != .none, !loaded.isNotModified {
+                    messages.append("\(label): a \(loaded.cacheType) answer that says it joined a transfer")
+                }
+                if !loads.indices.contains(where: { $0 != index && loads[$0].0.url == spec.url }) {
+                    messages.append("\(label): joined a transfer, yet no other load of its URL ran")
+                }
+            }
             // Kept bytes (`.refreshStale`) are the answer unrevalidated only while fresh, or with `.fromCacheOnly`.
             if spec.options.contains(.refreshStale), spec.options.isDisjoint(with: [.refreshCached, .fromCacheOnly]),
                 loaded.cacheType != .none, !loaded.isNotModified, !ModelOrigin.isLongLived(spec.url)

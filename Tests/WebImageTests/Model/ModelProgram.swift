@@ -237,6 +237,7 @@ struct ModelProgram {
                 if loaded.cacheType != .none { coverage.note("colour file from a cache") }
             }
             if spec.replica == 1 { coverage.note("load on the second replica") }
+            if record.data?.joinedTransfer == true { coverage.note("data load that joined another load's transfer") }
             if case .success(let loaded)? = record.summary.0 {
                 let signature = Signature(loaded.image)
                 if let deviation = checker.reference.resampledOnly.value[signature] {
