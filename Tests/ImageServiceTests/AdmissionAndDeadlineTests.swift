@@ -80,33 +80,37 @@ import Testing
         gate.withLock { $0 = true }
     }
 
-    /// A shared flight whose last caller leaves is cancelled (its work stops); one with a caller left goes on.
-    @Test func aFlightEndsWithItsLastCaller() async throws {
-        let flights = SingleFlight<String, Int>()
-        let started = Locked(0)
-        let cancelled = Locked(0)
-        let work: @Sendable () async throws -> Int = {
-            started.withLock { $0 += 1 }
-            do {
-                try await Task.sleep(for: .seconds(30))
-            } catch {
-                cancelled.withLock { $0 += 1 }
-                throw error
-            }
-            return 1
-        }
-        // Both callers must be in the flight before the first leaves: `joined` is told once a call is counted.
-        let entered = Locked(0)
-        let first = Task { try await flights.value(for: "k", joined: { _ in entered.withLock { $0 += 1 } }, work) }
-        let second = Task { try await flights.value(for: "k", joined: { _ in entered.withLock { $0 += 1 } }, work) }
-        while started.value == 0 || entered.value < 2 { try await Task.sleep(for: .milliseconds(5)) }
+    /// Requests for one result share one load (the first one's work); a request that leaves stops waiting at once
+    /// and the work goes on for the others; when the last one left, the work is cancelled: its worker is given back
+    /// and its origin transfer cut.
+    @Test func aResultLoadEndsWithItsLastRequest() async throws {
+        let fixture = try await ServiceFixture.start({
+            $0.workers = 2
+            $0.originTimeout = 30
+        }) { _ in .stall }
+        defer { Task { await fixture.stop() } }
+        let first = Task { await fixture.get("/held.png") }
+        #expect(await fixture.origin.waitUntil { $0.requests.count == 1 })
+        let second = Task { await fixture.get("/held.png") }
+        // The second request joins the first one's load: no second worker, no second origin request.
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(fixture.service.load.running == 1)
         first.cancel()
-        _ = await first.result
-        #expect(cancelled.value == 0, "a caller is still waiting")
+        _ = await first.value
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(fixture.service.load.running == 1, "the second request still waits on the work")
+        #expect(await fixture.origin.waitUntil(seconds: 0) { $0.connectionsClosed == 0 }, "the transfer goes on")
         second.cancel()
-        _ = await second.result
-        while cancelled.value == 0 { try await Task.sleep(for: .milliseconds(5)) }
-        #expect(started.value == 1 && flights.count == 0)
+        _ = await second.value
+        var waited = 0
+        // At once (the origin's own timeout, 30 s, would end it much later).
+        while fixture.service.load.running > 0, waited < 400 {
+            try await Task.sleep(for: .milliseconds(5))
+            waited += 1
+        }
+        #expect(fixture.service.load.running == 0, "the worker is given back")
+        #expect(await fixture.origin.waitUntil(seconds: 2) { $0.connectionsClosed >= 1 }, "the transfer is cut")
+        #expect(fixture.origin.requests(to: "/held.png").count == 1, "one origin request for both")
     }
 
     /// A worker held by a cancelled task is given back at the cancellation, not when its body returns.

@@ -2,6 +2,8 @@ import Foundation
 import HTTPTypes
 import ImageCore
 import ImageServiceQuery
+import Synchronization
+import Tracing
 
 /// What a request gets before it becomes a response.
 enum Answer: Sendable {
@@ -32,16 +34,17 @@ extension ImageService {
         _ options: ThumbnailOptions, encoding: OutputEncoding, conditional: Conditional, work: WorkContext
     ) async throws -> Answer {
         let key = ServiceKeys.resultKey(options, encoding: encoding, rendering: rendering)
-        var stale: StoredResult?
+        var staleInMemory = false
         if let hit = engine.memoryResult(forKey: key) {
             try judge(hit)
             if hit.record.freshness.isFresh(at: Date()) { return .thumbnail(thumbnail(hit)) }
-            stale = hit
+            staleInMemory = true
         }
-        if stale == nil, conditional.isPresent {
+        if !staleInMemory, conditional.isPresent {
             // A revalidating client on a result miss: the ETag follows from the source's validator, so the source
             // (fetched or revalidated inside a worker, like every origin byte) answers it without a render; when
-            // the client's copy is not current, the same worker renders.
+            // the client's copy is not current, the same worker renders (it may not wait on another request's
+            // load of the result while it holds a worker: that load may be waiting for one).
             let thumbnail = try await workers.withWorker { () -> Answer in
                 let source = try await engine.source(options.source, context: work)
                 try judge(source.record)
@@ -52,72 +55,101 @@ extension ImageService {
                         etag: etag, lastModified: source.lastModified, isShareable: source.isShareable,
                         freshness: source.record.freshness)
                 }
-                return .thumbnail(
-                    try await make(key, options: options, encoding: encoding, source: source, stale: nil, work: work))
+                let (made, keep) = try await render(options, encoding: encoding, source: source, work: work)
+                if keep { store(made, forKey: key) }
+                return .thumbnail(self.thumbnail(made, isShareable: keep, freshness: source.record.freshness))
             }
             return thumbnail
         }
-        let memoryStale = stale
-        let thumbnail = try await engine.sharedResult(
-            forKey: key, joined: { if $0 { self.metrics.coalesced(kind: .result) } }
-        ) {
-            try await self.produce(key, options: options, encoding: encoding, stale: memoryStale, work: work)
-        }
-        return .thumbnail(thumbnail)
+        return .thumbnail(
+            try await shared(key, options: options, encoding: encoding, staleInMemory: staleInMemory, work: work))
     }
 
-    /// The flight of one result key: the slower cache levels, else a worker that gets the source and renders —
-    /// or keeps a stale result whose source did not change.
-    private func produce(
-        _ key: String, options: ThumbnailOptions, encoding: OutputEncoding, stale: StoredResult?, work: WorkContext
+    /// The result of `key` as every request that wants it at once shares it (``ServiceEngine/result(forKey:work:)``):
+    /// kept, or made by the first request's work, or joined. Counted: a hit at its level, a joined load, or a miss
+    /// when the work ran, whatever it then met (a stale memory entry was counted as the memory hit it was).
+    private func shared(
+        _ key: String, options: ThumbnailOptions, encoding: OutputEncoding, staleInMemory: Bool, work: WorkContext
     ) async throws -> Thumbnail {
-        var stale = stale
-        if stale == nil {
-            let hit = await tracer.spanning("cache.lookup") { span in
-                let hit = await engine.lowerResult(forKey: key)
-                span.attributes["cache.kind"] = CacheKind.result.rawValue
-                span.attributes["cache.level"] = hit?.level?.rawValue ?? "miss"
-                return hit
+        // The lookup ends where the work starts (the levels missed, or held a stale entry), or with the answer.
+        let lookup = OpenSpan(tracer, "cache.lookup", attributes: ["cache.kind": .string(CacheKind.result.rawValue)])
+        // Opened by the work once it made something to keep (the manager keeps it as the work returns), ended when
+        // this request has its answer — or at once, when this request left while the work went on for others.
+        let store = Mutex<(span: OpenSpan?, requestEnded: Bool)>((nil, false))
+        let openStore: @Sendable ([String: SpanAttribute]) -> Void = { attributes in
+            let span = OpenSpan(self.tracer, "store", attributes: attributes)
+            let endNow = store.withLock { store -> Bool in
+                store.span = span
+                return store.requestEnded
             }
-            if let hit {
-                do {
-                    try judge(hit)
-                } catch {
-                    engine.endResultMiss(forKey: key, outcome: .notStored)
-                    throw error
-                }
-                if hit.record.freshness.isFresh(at: Date()) { return thumbnail(hit) }
-                stale = hit
-            }
+            if endNow { span.end() }
         }
-        do {
-            return try await workers.withWorker {
-                let source = try await engine.source(options.source, context: work)
-                try judge(source.record)
-                return try await make(
-                    key, options: options, encoding: encoding, source: source, stale: stale, work: work)
+        let endStore = { (error: (any Error)?) in
+            store.withLock { store -> OpenSpan? in
+                store.requestEnded = true
+                return store.span
+            }?.end(error: error)
+        }
+        let resultWork = ResultWork { stale in
+            lookup.end(["cache.level": .string(stale == nil ? "miss" : "stale")])
+            if !staleInMemory { self.metrics.cacheMiss(kind: .result) }
+            let made = try await self.produce(options, encoding: encoding, stale: stale, work: work)
+            switch made {
+            case .made(let result, keep: true):
+                openStore([
+                    "cache.kind": .string(CacheKind.result.rawValue), "image.bytes": .int64(Int64(result.data.count)),
+                ])
+            case .unchanged:
+                openStore(["cache.kind": .string(CacheKind.result.rawValue), "cache.renewed": true])
+            case .made: break
             }
+            return made
+        }
+        let loaded: LoadedResult
+        do {
+            loaded = try await engine.result(forKey: key, work: resultWork)
         } catch {
-            engine.endResultMiss(forKey: key, outcome: missOutcome(of: error))
+            lookup.end(["cache.level": "miss"], error: error)
+            endStore(error)
             throw error
         }
+        endStore(nil)
+        let level = loaded.stored.level
+        lookup.end(["cache.level": .string(level?.rawValue ?? "miss")])
+        if loaded.joined {
+            metrics.coalesced(kind: .result)
+        } else if let level {
+            metrics.cacheHit(kind: .result, level: level)
+        }
+        // A kept result made under an older policy is judged now; one made or renewed by the work was judged there.
+        if level != nil { try judge(loaded.stored) }
+        return thumbnail(
+            loaded.stored, isShareable: loaded.isShareable, freshness: loaded.stored.record.freshness)
     }
 
-    /// The thumbnail of `source` (the caller holds a worker): a stale stored one whose source did not change stands
-    /// (fresh again), else a render, stored when the source allows.
-    private func make(
-        _ key: String, options: ThumbnailOptions, encoding: OutputEncoding, source: SourceEntry, stale: StoredResult?,
-        work: WorkContext
-    ) async throws -> Thumbnail {
+    /// The work of a result load (the first request's, shared by those that join it): inside a worker, the source,
+    /// then the stale result kept when its source did not change, else a render.
+    private func produce(
+        _ options: ThumbnailOptions, encoding: OutputEncoding, stale: StaleResult?, work: WorkContext
+    ) async throws -> ResultMade {
+        if let stale { try judge(stale.record) }
+        return try await workers.withWorker {
+            let source = try await engine.source(options.source, context: work)
+            try judge(source.record)
+            if let stale, stale.record.sourceValidator == source.validator, source.isShareable {
+                return .unchanged(source.record)
+            }
+            let (made, keep) = try await render(options, encoding: encoding, source: source, work: work)
+            return .made(made, keep: keep)
+        }
+    }
+
+    /// The thumbnail of `source` (the caller holds a worker), and whether it may be kept.
+    private func render(
+        _ options: ThumbnailOptions, encoding: OutputEncoding, source: SourceEntry, work: WorkContext
+    ) async throws -> (StoredResult, keep: Bool) {
         let etag = ServiceKeys.entityTag(
             options, encoding: encoding, rendering: rendering, sourceValidator: source.validator)
-        if let stale, stale.record.sourceValidator == source.validator, source.isShareable {
-            let refreshed = StoredResult(
-                data: stale.data, contentType: stale.contentType, etag: stale.etag, lastModified: stale.lastModified,
-                record: source.record, level: nil)
-            store(refreshed, forKey: key)
-            return thumbnail(refreshed)
-        }
         let output: Renderer.Output
         do {
             output = try await engine.render(source, options: options, encoding: encoding, context: work)
@@ -134,19 +166,11 @@ extension ImageService {
         // A source cut short (its bytes end before its image) still answers this request, with what could be
         // decoded, but nothing made from it is kept, here or by the caches in front: not the result, not the
         // source (the next request fetches it again, so an origin caught mid-write heals at once).
-        let keepable = source.isShareable && output.isComplete
-        if keepable {
-            store(made, forKey: key)
-        } else {
-            engine.endResultMiss(forKey: key, outcome: .notStored)
-        }
         if !output.isComplete {
             metrics.incompleteSource()
             engine.discardSource(options.source)
         }
-        return Thumbnail(
-            data: made.data, contentType: made.contentType, etag: etag, lastModified: made.lastModified,
-            isShareable: keepable, freshness: source.record.freshness, level: nil)
+        return (made, source.isShareable && output.isComplete)
     }
 
     private func store(_ result: StoredResult, forKey key: String) {
@@ -170,9 +194,13 @@ extension ImageService {
     }
 
     private func thumbnail(_ hit: StoredResult) -> Thumbnail {
+        thumbnail(hit, isShareable: true, freshness: hit.record.freshness)
+    }
+
+    private func thumbnail(_ result: StoredResult, isShareable: Bool, freshness: SourceFreshness) -> Thumbnail {
         Thumbnail(
-            data: hit.data, contentType: hit.contentType, etag: hit.etag, lastModified: hit.lastModified,
-            isShareable: true, freshness: hit.record.freshness, level: hit.level)
+            data: result.data, contentType: result.contentType, etag: result.etag, lastModified: result.lastModified,
+            isShareable: isShareable, freshness: freshness, level: result.level)
     }
 
     /// The HTTP answer: `304` when the client's copy is current, else the thumbnail; headers as the type says.

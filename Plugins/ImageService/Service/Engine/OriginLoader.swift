@@ -134,7 +134,7 @@ struct OriginLoader: ImageLoader {
     }
 
     /// `error` as the loader's failure: the SDK's errors as they are, a cancel as one, the service's own wrapped.
-    private static func imageError(_ error: any Error) -> ImageError {
+    static func imageError(_ error: any Error) -> ImageError {
         switch error {
         case let error as ImageError: error
         case is CancellationError: .cancelled(stage: .download)

@@ -5,17 +5,18 @@ import ImageServiceQuery
 import Tracing
 
 /// The service's engine: results and sources cached apart, each on the SDK's caches (``ServiceCache``: a
-/// `CachesManager` over a `MemoryCache` of bytes, the local disk and a fleet's Redis). A source is a data load of an
-/// `ImageManager` over the source caches and ``OriginLoader`` (`.refreshStale`: kept, reused while fresh, revalidated
-/// once stale, one transfer for concurrent requests, a fleet's lease on a miss); a result is rendered by
-/// ``Renderer`` and shared per result key by ``SingleFlight`` (a manager's product is a decoded image, not a
-/// service's encoded result: issue 33's third piece). Thread-safe.
+/// `CachesManager` over a `MemoryCache` of bytes, the local disk and a fleet's Redis), each loaded by an
+/// `ImageManager` as data loads with `.refreshStale`: kept, reused while fresh, revalidated once stale, one load for
+/// the requests that want it at once (cancelled when the last of them left), and a fleet's lease on a miss. A source's
+/// loader is ``OriginLoader``; a result's is ``ResultLoader``, which runs the request's ``ResultWork`` (a worker, the
+/// source, a render). Thread-safe.
 final class PipelineEngine: ServiceEngine {
     let results: ServiceCache
     let sources: ServiceCache
     let renderer: Renderer
     let metrics: ServiceMetrics
-    private let resultFlights = SingleFlight<String, Thumbnail>()
+    /// Loads results: `results`' caches, ``ResultLoader``, one render per result for the requests that want it.
+    private let resultLoads: ImageManager
     /// Loads sources: `sources`' caches, ``OriginLoader``, one transfer per source for the requests that want it.
     private let sourceLoads: ImageManager
     private let onShutdown: @Sendable () async -> Void
@@ -38,23 +39,57 @@ final class PipelineEngine: ServiceEngine {
         sourceLoads.cacheKeyFilter = BlockCacheKeyFilter.block { url in
             (try? SourceURL(url.absoluteString)).map(ServiceKeys.sourceKey)
         }
+        resultLoads = ImageManager(
+            cache: results.caches, loader: ResultLoader(), coders: renderer.coders, workPool: renderer.pool)
+        resultLoads.cacheKeyFilter = BlockCacheKeyFilter.block(ResultLoader.key(of:))
+        // The service's worker pool admits renders (with its queue and its 429); a second bound here would hold
+        // requests the pool would have refused.
+        resultLoads.maxDownloadsAheadOfDecoding = .max
     }
 
     func memoryResult(forKey key: String) -> StoredResult? {
         results.memoryHit(key).flatMap(Self.result)
     }
 
-    func lowerResult(forKey key: String) async -> StoredResult? {
-        // Every level, memory included, though the caller's memory lookup just missed: a flight for this key may
-        // have ended and stored its result in between (the flight's key is forgotten before its callers resume),
-        // and memory is where that result is at once — the disk is written in the background.
-        await results.lookup(key).flatMap(Self.result)
+    /// What a result load asks of the manager: the kept result while fresh, else the work; every request is asked.
+    private static let resultOptions: ImageOptions = [.refreshStale, .retryFailed]
+
+    func result(forKey key: String, work: ResultWork) async throws -> LoadedResult {
+        let url = ResultLoader.url(forKey: key)
+        var context = ImageContext()
+        context[ResultLoader.work] = work
+        var loaded = try await loadResult(url, options: Self.resultOptions, context: context)
+        // A stale result renewed by this load's work (its source did not change) was made now, as far as the request
+        // can tell: no level.
+        let level =
+            loaded.isNotModified ? nil : results.level(answeredBy: loaded.answeredBy, cacheType: loaded.cacheType)
+        var stored = Self.result(loaded, level: level)
+        if stored == nil, loaded.cacheType != .none {
+            // Kept without a record this version can read (another version's): dropped, made again.
+            results.remove(key)
+            loaded = try await loadResult(url, options: Self.resultOptions.union(.fromLoaderOnly), context: context)
+            stored = Self.result(loaded, level: nil)
+        }
+        guard let stored else { throw OriginFault("a result without its record") }
+        return LoadedResult(
+            stored: stored, isShareable: !loaded.response.cacheControl.noStore, joined: loaded.joinedTransfer)
     }
 
-    func sharedResult(
-        forKey key: String, joined: (Bool) -> Void, _ work: @escaping @Sendable () async throws -> Thumbnail
-    ) async throws -> Thumbnail {
-        try await resultFlights.value(for: key, joined: joined, work)
+    private func loadResult(_ url: URL, options: ImageOptions, context: ImageContext) async throws -> ImageDataResult {
+        do {
+            return try await resultLoads.loadData(with: url, options: options, context: context)
+        } catch {
+            throw OriginLoader.serviceError(error)
+        }
+    }
+
+    /// A loaded result, or nil when it came without the record this version of the service keeps with it.
+    private static func result(_ loaded: ImageDataResult, level: CacheLevel?) -> StoredResult? {
+        let response = loaded.response
+        guard let record = EntryRecord.decode(response.extendedData), let etag = response.etag else { return nil }
+        return StoredResult(
+            data: loaded.data, contentType: response.contentType ?? "application/octet-stream", etag: etag,
+            lastModified: response.lastModified, record: record, level: level)
     }
 
     func storeResult(_ result: StoredResult, forKey key: String) {
@@ -71,10 +106,6 @@ final class PipelineEngine: ServiceEngine {
 
     func discardSource(_ url: SourceURL) {
         sources.remove(ServiceKeys.sourceKey(url))
-    }
-
-    func endResultMiss(forKey key: String, outcome: CacheMissOutcome) {
-        results.missEnded(key, outcome: outcome)
     }
 
     func render(_ source: SourceEntry, options: ThumbnailOptions, encoding: OutputEncoding, context: WorkContext)

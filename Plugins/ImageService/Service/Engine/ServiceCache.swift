@@ -9,10 +9,9 @@ import RedisCache
 ///
 /// The layering is the SDK's: the manager stops at the first hit, names the cache that answered (so each hit is
 /// counted at its level) and copies a lower level's hit to the levels above it (`promotesHits`: a disk hit to
-/// memory, a Redis hit to memory and disk). With fleet coalescing, a miss means this process now holds the
-/// fleet's lease on the key: the work must end with ``store(_:forKey:)`` or ``missEnded(_:outcome:)``, or other
-/// replicas wait until the lease expires. What this type adds is the service's bookkeeping: the level names and
-/// the hit and miss counters.
+/// memory, a Redis hit to memory and disk). The loads over it (``PipelineEngine``'s managers) claim a fleet's lease
+/// on a miss and end it. What this type adds is the service's bookkeeping: the level names and the memory-hit
+/// counter.
 ///
 /// Thread-safe; the SDK caches answer on their own queues.
 struct ServiceCache: Sendable {
@@ -62,22 +61,6 @@ struct ServiceCache: Sendable {
         return Hit(data: data, metadata: metadata ?? CacheEntryMetadata(originalKey: key), level: .memory)
     }
 
-    /// Every level, fastest first; a miss is counted, and (with fleet coalescing) holds the fleet's lease.
-    func lookup(_ key: String) async -> Hit? {
-        // Claiming: a Redis miss takes the fleet lease, which `missEnded` (or the store) ends.
-        guard
-            let found = try? await caches.queryImageClaimingMiss(
-                forKey: key, options: [], context: ImageContext(), cacheType: .all),
-            let data = found.data
-        else {
-            metrics.cacheMiss(kind: kind)
-            return nil
-        }
-        let level = found.answeredBy.flatMap { levels.indices.contains($0) ? levels[$0] : nil } ?? .memory
-        metrics.cacheHit(kind: kind, level: level)
-        return Hit(data: data, metadata: found.metadata ?? CacheEntryMetadata(originalKey: key), level: level)
-    }
-
     /// The level a load's hit came from: the cache at `answeredBy` in ``caches``, else by `cacheType`; nil for none.
     func level(answeredBy: Int?, cacheType: ImageCacheType) -> CacheLevel? {
         if let answeredBy, levels.indices.contains(answeredBy) { return levels[answeredBy] }
@@ -93,13 +76,5 @@ struct ServiceCache: Sendable {
     /// Removes `key` from every level (memory at once; disk and Redis in the background).
     func remove(_ key: String) {
         caches.removeImage(forKey: key, cacheType: .all, completion: nil)
-    }
-
-    /// Ends a lookup that missed without a store, so replicas waiting on this process's fleet lease stop waiting:
-    /// `notStored` when nothing will be stored however often it is tried (the source said `no-store`, 404, too
-    /// large, undecodable, refused by the policy), `abandoned` when another replica may succeed (a timeout, a 5xx,
-    /// the queue was full).
-    func missEnded(_ key: String, outcome: CacheMissOutcome) {
-        caches.missEnded(forKey: key, cacheType: .disk, outcome: outcome)
     }
 }

@@ -7,24 +7,18 @@ import ImageServiceQuery
 /// Everything above it is the service's for good: admission, the deadline, the source policy judged on every
 /// answer, freshness decisions, ETag and `304`, negotiation, metrics, logs and spans. Below it runs
 /// ``PipelineEngine``: its caches are the SDK's (``ServiceCache``, a `CachesManager` over `MemoryCache`, `DiskCache`
-/// and `RedisCache`); its coalescing is still its own (``SingleFlight``) until `ImageManager` can make a product
-/// that is encoded bytes. What an implementation must do is stated per requirement; ``WorkContext`` carries what it
-/// must honour.
+/// and `RedisCache`) and so is its coalescing (results and sources are `ImageManager` data loads). What an
+/// implementation must do is stated per requirement; ``WorkContext`` carries what it must honour.
 protocol ServiceEngine: Sendable {
     /// The result stored under `key` in the fastest level (memory), on the caller's thread; nil on a miss.
     func memoryResult(forKey key: String) -> StoredResult?
 
-    /// The result stored under `key` in the slower levels (disk, a fleet's Redis); nil on a miss. With fleet
-    /// coalescing a miss may hold the fleet's lease on `key`: the work must end with ``storeResult(_:forKey:)`` or
-    /// ``endResultMiss(forKey:outcome:)``.
-    func lowerResult(forKey key: String) async -> StoredResult?
-
-    /// Runs `work` once for `key` however many requests ask at once; a caller that leaves (its deadline) stops
-    /// waiting at once, and the work is cancelled when the last caller left. `joined` says whether the call
-    /// joined running work.
-    func sharedResult(
-        forKey key: String, joined: (Bool) -> Void, _ work: @escaping @Sendable () async throws -> Thumbnail
-    ) async throws -> Thumbnail
+    /// The result of `key`: a kept one while its freshness allows (memory, disk, a fleet's Redis), else what `work`
+    /// makes of it — a new result, or the stale one renewed when its source did not change. The requests that ask at
+    /// once share one `work` (the first one's); a request that leaves (its deadline) stops waiting at once, and the
+    /// work is cancelled when the last of them left. A made result is kept when it may be; with fleet coalescing a miss
+    /// holds the fleet's lease until then.
+    func result(forKey key: String, work: ResultWork) async throws -> LoadedResult
 
     /// The source of `url`: a cached copy while ``EntryRecord/freshness`` says it is fresh, else revalidated
     /// with its validators (a 304 keeps the bytes), else fetched — every origin request under the service's
@@ -41,11 +35,10 @@ protocol ServiceEngine: Sendable {
     /// before its image, or no coder could read them: the origin may have been caught mid-write).
     func discardSource(_ url: SourceURL)
 
-    /// Stores a rendered (or revalidated) result on every level; memory at once, the rest in the background.
+    /// Stores a result made outside ``result(forKey:work:)`` on every level (memory at once, the rest in the
+    /// background): a conditional request's render, made in the worker that answered it from its source's validator
+    /// (it may not wait on another request's load while it holds a worker).
     func storeResult(_ result: StoredResult, forKey key: String)
-
-    /// Ends a result miss that will not be stored (fleet leases; see ``lowerResult(forKey:)``).
-    func endResultMiss(forKey key: String, outcome: CacheMissOutcome)
 
     /// Closes what the engine holds open (origin clients, Redis connections).
     func shutdown() async
@@ -67,6 +60,16 @@ struct StoredResult: Sendable {
     let record: EntryRecord
     /// The level it was found at; nil when it was just made.
     let level: CacheLevel?
+}
+
+/// A result as ``ServiceEngine/result(forKey:work:)`` answers it.
+struct LoadedResult: Sendable {
+    /// The result; its `level` is the cache level that held it, nil when this load's work made or renewed it.
+    let stored: StoredResult
+    /// False when it may not be cached (its source said `no-store` or `private`, or was cut short).
+    let isShareable: Bool
+    /// True when this request joined another request's load of the same result.
+    let joined: Bool
 }
 
 /// A source as the engine hands it up.

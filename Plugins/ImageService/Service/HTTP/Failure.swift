@@ -71,24 +71,3 @@ struct Failure: Error, Sendable {
         return ImageServiceResponse(status: status, headers: headers, body: Data((message + "\n").utf8))
     }
 }
-
-/// How a cache miss whose work failed with `error` ends, for a fleet's lease (``ServiceCache/missEnded(_:outcome:)``):
-/// `notStored` when nothing will be stored however often it is tried (the source said `no-store`, 404, too large,
-/// undecodable, refused by the policy), `abandoned` when another replica may succeed (a timeout, a 5xx, a 408 or
-/// 429, a full queue, a deadline). A `notStored` mark sends every waiting replica to the origin at once, which an
-/// origin that just answered "too many requests" must not get: one replica takes the fetch over instead.
-func missOutcome(of error: any Error) -> CacheMissOutcome {
-    switch error {
-    case is SourceRefusal: return .notStored
-    case let error as ImageError:
-        switch error.code {
-        case .imageTooLarge, .downloadTooLarge, .badImageData, .noCoder, .invalidDownloadContentType:
-            return .notStored
-        case .invalidDownloadStatusCode
-        where (400..<500).contains(error.statusCode ?? 0) && error.statusCode != 408 && error.statusCode != 429:
-            return .notStored
-        default: return .abandoned
-        }
-    default: return .abandoned
-    }
-}

@@ -1,4 +1,5 @@
 import HTTPTypes
+import Synchronization
 import Tracing
 
 /// Spans for the stages of a request (swift-distributed-tracing): `image_service.request` (server kind) around
@@ -50,5 +51,31 @@ struct StageTracer: Sendable {
 struct HTTPFieldsExtractor: Extractor {
     func extract(key: String, from carrier: HTTPFields) -> String? {
         HTTPField.Name(key).flatMap { carrier[$0] }
+    }
+}
+
+/// A span that starts in one task and ends in another: a stage that begins inside work shared by several requests
+/// and ends when this request has its answer (the lookup ends where the work starts, the store where the answer
+/// arrives). Ended once, whichever end comes first.
+final class OpenSpan: Sendable {
+    private let span: Mutex<(any Span)?>
+
+    /// Starts `name` as a child of the current trace context.
+    init(_ tracer: StageTracer, _ name: String, attributes: [String: SpanAttribute] = [:]) {
+        let span = tracer.tracer.startSpan(name, context: ServiceContext.current ?? .topLevel, ofKind: .internal)
+        for (key, value) in attributes { span.attributes[key] = value }
+        self.span = Mutex(span)
+    }
+
+    /// Ends the span with `attributes`, unless it already ended.
+    func end(_ attributes: [String: SpanAttribute] = [:], error: (any Error)? = nil) {
+        let open = span.withLock { span -> (any Span)? in
+            defer { span = nil }
+            return span
+        }
+        guard let open else { return }
+        for (key, value) in attributes { open.attributes[key] = value }
+        if let error { open.recordError(error) }
+        open.end()
     }
 }
