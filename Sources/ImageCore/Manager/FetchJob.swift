@@ -1,33 +1,5 @@
 import Foundation
 
-/// Who waits on a fetch: the load's handle and plan, and where the load goes if a cache entry turns out unusable.
-struct FetchSubscriber: Sendable {
-    let operation: ImageLoadOperation
-    let plan: LoadPlan
-    /// Continues the load past an unusable cache entry (undecodable, or a variant the load can't use); nil fails
-    /// the subscriber with the error instead.
-    let fallback: (@Sendable (ImageLoadOperation) -> Void)?
-    /// Where a data load's bytes go (``ImageManager/loadData(with:options:context:completed:)``); nil for image
-    /// loads.
-    var deliverData: DataDelivery? = nil
-}
-
-/// How a data load is handed its bytes.
-struct DataDelivery: Sendable {
-    /// Runs on the job's thread as the bytes are served, before the job is forgotten, with the job whose transfer
-    /// they are: a kept load stores them here (once for the loads sharing the transfer), so a load that looks at
-    /// memory once the job is gone finds them, whatever callback queue the load asked for.
-    var keep: (@Sendable (ImageDataResult, _ transfer: FetchJob) -> Void)? = nil
-    /// Runs on the load's callback queue.
-    let deliver: @Sendable (ImageDataResult) -> Void
-}
-
-/// A decode's result: the image and the source's frame count when the coder's probe told it.
-struct DecodedImage: Sendable {
-    var image: Image
-    var sourceFrameCount: Int?
-}
-
 /// The locked shell around ``FetchStateMachine``: starts the source, runs decodes and products on the CPU pool,
 /// and delivers results. Every state change happens under `state`'s lock; every action runs after it is
 /// released, and every action the machine returns is performed (the machine counts on it).
@@ -148,29 +120,6 @@ final class FetchJob: Sendable {
             state.claims += claims
             return state.machine.subscribe(subscriber)
         }
-    }
-
-    /// True once every subscriber was served or left (the registry forgets the job soon after).
-    var isFinished: Bool { state.withLock { $0.machine.isFinished } }
-
-    /// Runs `body` once this finished job left the manager's registry; false (and `body` is dropped) when it already
-    /// left or has not finished: the caller looks again itself.
-    func afterRemoval(_ body: @escaping @Sendable () -> Void) -> Bool {
-        state.withLock { state in
-            guard state.machine.isFinished, !state.forgotten else { return false }
-            state.afterRemoval.append(body)
-            return true
-        }
-    }
-
-    /// The job left the registry: what waited for that runs (outside the lock).
-    private func forgotten() {
-        let waiting = state.withLock { state in
-            state.forgotten = true
-            defer { state.afterRemoval = [] }
-            return state.afterRemoval
-        }
-        for body in waiting { body() }
     }
 
     /// False once the job finished or was closed to newcomers: a load looking for this job's work needs another.
