@@ -1,7 +1,8 @@
 import Foundation
-import ImageCore
 import ImageTestSupport
 import Testing
+
+@testable import ImageCore
 
 /// What a `.refreshStale` data load keeps besides the bytes: the loader's own blob (``ResponseMetadata/extendedData``),
 /// stored with them and handed back with every answer from the cache, and the miss it claimed (a fleet's lease),
@@ -138,6 +139,12 @@ import Testing
         #expect(rig.cache.endedMisses.isEmpty)
     }
 
+    /// The loads waiting on the manager's running jobs.
+    private static func waiting(on manager: ImageManager) -> Int {
+        let jobs = manager.jobs.withLock { Array($0.jobs.values) }
+        return jobs.map { job in job.state.withLock { $0.machine.subscriberCount } }.reduce(0, +)
+    }
+
     /// Loads that share one transfer store its bytes once, and each ends its claim after that store; loads whose one
     /// 304 renewed an entry renew it once.
     @Test func loadsSharingATransferStoreItOnce() async throws {
@@ -147,8 +154,11 @@ import Testing
         let data = answer(rig, url, blob: Self.blob)
         rig.loader.hold()
         let loads = (0..<4).map { _ in Task { try await rig.manager.loadData(with: url, options: .refreshStale) } }
+        // Every load waits on the transfer before it is let go (a load whose query answered but which has not joined
+        // yet would find the job ended and start its own).
+        #expect(await waitUntil { rig.loader.requestCount == 1 && Self.waiting(on: rig.manager) == 4 })
         // Four queries, and the first load's second look at memory before it started the transfer.
-        #expect(await waitUntil { rig.loader.requestCount == 1 && rig.cache.queries(of: key) == 5 })
+        #expect(rig.cache.queries(of: key) == 5)
         rig.loader.releaseAll()
         var served: [ImageDataResult] = []
         for load in loads { served.append(try await load.value) }
@@ -165,7 +175,8 @@ import Testing
         let revalidations = (0..<3).map { _ in
             Task { try await rig.manager.loadData(with: url, options: .refreshStale) }
         }
-        #expect(await waitUntil { rig.loader.requestCount == 2 && rig.cache.queries(of: key) == 9 })
+        #expect(await waitUntil { rig.loader.requestCount == 2 && Self.waiting(on: rig.manager) == 3 })
+        #expect(rig.cache.queries(of: key) == 9)
         rig.loader.releaseAll()
         var renewed: [ImageDataResult] = []
         for load in revalidations { renewed.append(try await load.value) }

@@ -127,4 +127,26 @@ import WebImage
         let firstResult = try await first.value
         #expect(firstResult.cacheType == .none && firstResult.data == bytes && !firstResult.joinedTransfer)
     }
+
+    /// A kept data load with `.fromLoaderOnly` asks the loader even when memory holds fresh bytes for its key: the
+    /// look at memory before a transfer starts is the cache's answer, which such a load never takes.
+    @Test func aKeptLoadFromTheLoaderOnlyIsNeverAnsweredFromMemory() async throws {
+        let loader = ScriptedLoader(acceptsAll: true)
+        let url = URL(string: "https://origin.example/loader-only.bin")!
+        let bytes = Data("from the loader".utf8)
+        loader.set(.data(bytes, ResponseMetadata(url: url, statusCode: 200, maxAge: 600)), for: url)
+        var configuration = MemoryCacheConfiguration(costLimit: 1 << 24)
+        configuration.keepsDataAlone = true
+        let memory = MemoryCache(configuration: configuration)
+        let manager = ImageManager(cache: CachesManager([memory]), loader: loader, coders: CodersManager(coders: []))
+        let key = try #require(manager.cacheKey(for: url))
+        memory.setData(
+            Data("kept".utf8),
+            metadata: CacheEntryMetadata(
+                originalKey: key, maxAge: 600, expiresAt: Date().addingTimeInterval(600), storedAt: Date(), size: 4),
+            forKey: key)
+        let loaded = try await manager.loadData(with: url, options: [.refreshStale, .fromLoaderOnly])
+        #expect(loaded.cacheType == .none && loaded.data == bytes)
+        #expect(loader.requestCount == 1)
+    }
 }

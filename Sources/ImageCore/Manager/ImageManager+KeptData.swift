@@ -21,6 +21,12 @@ struct DataPlace: Sendable {
             storeLevels = plan.storeCacheType
         }
     }
+
+    /// True when `plan`'s load may be answered from this place: it asks some level, and not the loader only. The
+    /// query and the look at memory before a transfer both follow it.
+    func answers(_ plan: LoadPlan) -> Bool {
+        queryLevels != .none && !plan.options.contains(.fromLoaderOnly)
+    }
 }
 
 /// Cached bytes a `.refreshStale` data load found: its answer while fresh, or after a 304.
@@ -151,7 +157,7 @@ extension ImageManager {
         // Registered for cancelAll before the work starts, as an image load is.
         register(operation)
         if let timeout = plan.context.loadTimeout { Self.expire(operation, after: timeout) }
-        guard let place, place.queryLevels != .none, !plan.options.contains(.fromLoaderOnly) else {
+        guard let place, place.answers(plan) else {
             downloadKeeping(operation, plan, place: place, cached: nil, claim: claim, completed: completed)
             return operation
         }
@@ -194,7 +200,7 @@ extension ImageManager {
         // A load that missed while an identical one was storing its bytes takes them from memory rather than
         // starting a transfer of its own, once that load's job ended.
         var recheck: MemoryRecheck?
-        if let place {
+        if let place, place.answers(plan) {
             recheck = {
                 guard let entry = KeptEntry.freshInMemory(place, context: plan.context) else { return nil }
                 return { @Sendable in

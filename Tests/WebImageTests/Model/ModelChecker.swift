@@ -212,6 +212,10 @@ final class ModelChecker: Sendable {
             } else if loaded.response.extendedData == nil {
                 messages.append("\(label): bytes (\(loaded.cacheType)) without the blob the origin sent with them")
             }
+            // `.fromLoaderOnly` is never answered by the cache, however the load reached it.
+            if spec.options.contains(.fromLoaderOnly), loaded.cacheType != .none {
+                messages.append("\(label): .fromLoaderOnly answered from the cache (\(loaded.cacheType))")
+            }
             // A load that says it joined another load's transfer had one to join: the loader's answer (or a 304's),
             // while another load of the URL ran.
             if loaded.joinedTransfer {

@@ -130,13 +130,13 @@ extension ImageService {
     /// The work of a result load (the first request's, shared by those that join it): inside a worker, the source,
     /// then the stale result kept when its source did not change, else a render.
     private func produce(
-        _ options: ThumbnailOptions, encoding: OutputEncoding, stale: StaleResult?, work: WorkContext
+        _ options: ThumbnailOptions, encoding: OutputEncoding, stale: EntryRecord?, work: WorkContext
     ) async throws -> ResultMade {
-        if let stale { try judge(stale.record) }
+        if let stale { try judge(stale) }
         return try await workers.withWorker {
             let source = try await engine.source(options.source, context: work)
             try judge(source.record)
-            if let stale, stale.record.sourceValidator == source.validator, source.isShareable {
+            if let stale, stale.sourceValidator == source.validator, source.isShareable {
                 return .unchanged(source.record)
             }
             let (made, keep) = try await render(options, encoding: encoding, source: source, work: work)

@@ -129,7 +129,7 @@ struct OriginLoader: ImageLoader {
 
     /// Seconds from now until `date`, to the nearest (a lifetime of 1 s computed a moment ago is 1, not 0; 0 when
     /// past; capped so a far date stays an `Int`).
-    private static func seconds(until date: Date) -> Int {
+    static func seconds(until date: Date) -> Int {
         Int(min(max(0, date.timeIntervalSinceNow), 1e9).rounded())
     }
 

@@ -53,9 +53,7 @@ struct ResultLoader: ImageLoader {
         }
         let cached = options.isDisjoint(with: .revalidating) ? nil : context.loaderCachedMetadata
         // A stale entry without a record this version can read is not revalidated: it is made again, and replaced.
-        let stale = cached.flatMap { metadata in
-            EntryRecord.decode(metadata.extendedData).map { StaleResult(record: $0, etag: metadata.etag) }
-        }
+        let stale = cached.flatMap { EntryRecord.decode($0.extendedData) }
         let task = Task {
             do {
                 completion(.success(try await Self.answer(work, stale: stale)))
@@ -66,52 +64,45 @@ struct ResultLoader: ImageLoader {
         return CancellableOperation { task.cancel() }
     }
 
-    private static func answer(_ work: ResultWork, stale: StaleResult?) async throws -> LoadedImageData {
+    private static func answer(_ work: ResultWork, stale: EntryRecord?) async throws -> LoadedImageData {
         switch try await work.run(stale) {
         case .unchanged(let record):
-            var renewed = ResponseMetadata(statusCode: 304, maxAge: seconds(until: record.freshness.reuseUntil))
+            var renewed = ResponseMetadata(
+                statusCode: 304, maxAge: OriginLoader.seconds(until: record.freshness.reuseUntil))
             renewed.extendedData = record.encoded()
             throw ImageError(.cacheNotModified, stage: .download, statusCode: 304).attaching(response: renewed)
         case .made(let result, let keep):
             var response = ResponseMetadata(
                 statusCode: 200, contentType: result.contentType, etag: result.etag,
-                lastModified: result.lastModified, maxAge: seconds(until: result.record.freshness.reuseUntil),
+                lastModified: result.lastModified,
+                maxAge: OriginLoader.seconds(until: result.record.freshness.reuseUntil),
                 headers: keep ? [:] : ["cache-control": CacheControlPolicy.noStore])
             response.extendedData = result.record.encoded()
             return LoadedImageData(data: result.data, response: response)
         }
     }
 
-    /// Seconds from now until `date`, to the nearest (0 when past; capped so a far date stays an `Int`).
-    static func seconds(until date: Date) -> Int {
-        Int(min(max(0, date.timeIntervalSinceNow), 1e9).rounded())
-    }
 }
 
 /// What makes a result when its entry is missing or stale: the request's own work (a worker, the source, a render),
 /// run in the trace of the request that started it.
 struct ResultWork: Sendable {
-    private let body: @Sendable (StaleResult?) async throws -> ResultMade
+    private let body: @Sendable (_ stale: EntryRecord?) async throws -> ResultMade
     private let context: ServiceContext?
 
     /// Work that runs `body` in the current task's trace context.
-    init(_ body: @escaping @Sendable (StaleResult?) async throws -> ResultMade) {
+    init(_ body: @escaping @Sendable (_ stale: EntryRecord?) async throws -> ResultMade) {
         self.body = body
         context = ServiceContext.current
     }
 
-    /// Runs the work; `stale` is the entry being revalidated, nil on a miss.
-    func run(_ stale: StaleResult?) async throws -> ResultMade {
+    /// Runs the work; `stale` is the record of the result being revalidated (the source it was made from), nil on a
+    /// miss.
+    func run(_ stale: EntryRecord?) async throws -> ResultMade {
         guard let context else { return try await body(stale) }
         // The loader's task is started on whichever thread the manager asks from: the request's spans are its parents.
         return try await ServiceContext.withValue(context) { try await body(stale) }
     }
-}
-
-/// A stale result being revalidated: the record of the source it was made from and its ETag.
-struct StaleResult: Sendable {
-    let record: EntryRecord
-    let etag: String?
 }
 
 /// What a ``ResultWork`` made.
