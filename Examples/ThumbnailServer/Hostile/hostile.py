@@ -10,6 +10,7 @@ origin (a threaded HTTP server in this process) and the attacking clients. Attac
   half-sent     1,200 connections each sending part of a request head and nothing more (more than the soft limit)
   old-clients   HTTP/1.0 clients and h2c-upgrading ones, each reading its answer to the connection's end
   pipelining    150 connections pipelining 20 requests each for a large cached thumbnail, never reading
+  greedy        150 connections asking once each for that thumbnail, never reading (within the pipelining limit)
   conditional   32 conditional requests (If-None-Match) for distinct 16 MiB sources, the queue full
   slow-hops     requests whose source is a chain of slow redirect hops, longer than the deadline
   changing      an origin whose image changes, with max-age=1
@@ -23,6 +24,7 @@ Exit status 0 when every check holds. Bounded: every loop has a count and a time
 """
 
 import http.server
+import json
 import os
 import random
 import resource
@@ -47,14 +49,21 @@ DEADLINE = 2.0
 DRAIN = 1.0
 HEADER_TIMEOUT = 2.0
 checks = []
-# Latency bounds (/health, 429) depend on the machine: a debug build on a shared, loaded machine misses them for
-# reasons of its own. They are printed always and fail the run only with HOSTILE_STRICT=1 (a quiet machine, a
-# release build); every other bound fails it always.
+# Latency bounds depend on the build and the machine. Against a release build (what ci.sh runs), /health < 100 ms
+# holds with a wide margin (slowest 2-36 ms) and fails the run; a full queue's 429 < 10 ms holds with a narrow one
+# (slowest 4.8-7.8 ms over six runs on this 2-core machine, where the admitted requests' downloads start at the same
+# moment) and is reported, failing the run only with HOSTILE_STRICT=1. Against a debug build (HOSTILE_DEBUG_BUILD=1)
+# both are reported only: its per-connection cost in NIO and Hummingbird alone puts /health near 100 ms under the
+# connection bursts. Every other bound fails the run always.
 STRICT = os.environ.get("HOSTILE_STRICT") == "1"
+DEBUG_BUILD = os.environ.get("HOSTILE_DEBUG_BUILD") == "1"
+LATENCY_MODE = ("all strict" if STRICT else "/health and 429 reported" if DEBUG_BUILD
+                else "/health strict, 429 reported")
 
 
-def check(name, ok, figure, latency=False):
-    soft = latency and not STRICT
+def check(name, ok, figure, latency=None):
+    """`latency`: None for a bound that always counts, "health" or "429" for the latency bounds above."""
+    soft = (latency == "health" and DEBUG_BUILD and not STRICT) or (latency == "429" and not STRICT)
     checks.append((name, ok or soft))
     label = "ok" if ok else ("MISS" if soft else "FAIL")
     print(f"  [{label}] {name}: {figure}", flush=True)
@@ -305,7 +314,7 @@ class HealthWatch:
 
     def report(self, attack):
         check(f"{attack}: /health < 100 ms", self.failures == 0 and self.worst < 0.1,
-              f"slowest {self.worst * 1000:.1f} ms over {self.samples} probes, {self.failures} failed", latency=True)
+              f"slowest {self.worst * 1000:.1f} ms over {self.samples} probes, {self.failures} failed", latency="health")
 
 
 class GaugeWatch:
@@ -427,6 +436,27 @@ def pipelining(server, health, big):
     return sockets
 
 
+def greedy(server, health, big):
+    """One request each, so the pipelining limit does not close them: every answer is written until the client's
+    window and the server's send buffer are full. Before the send buffer was bounded, the kernel took up to 4 MiB of
+    each answer and the server copied all 150 (360 MB) while /health waited up to 0.5 s (release build)."""
+    print("greedy clients: 150 connections asking once each for the large thumbnail, never reading", flush=True)
+    time.sleep(0.5)
+    idle = server.rss_mb()
+    health.reset()
+    request = f"GET {big} HTTP/1.1\r\nHost: h\r\n\r\n".encode()
+    sockets = []
+    for _ in range(150):
+        s = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.sendall(request)
+        sockets.append(s)
+    peak = sample_rss(server, 4)
+    health.report("greedy")
+    rss_check("greedy", idle, peak)
+    return sockets
+
+
 def conditional_flood(server, health, origin, photo):
     print("conditional-request flood: 32 If-None-Match requests for distinct 16 MiB sources", flush=True)
     body = photo + b"\0" * (16 * 2**20 - len(photo))
@@ -437,34 +467,22 @@ def conditional_flood(server, health, origin, photo):
     idle = server.rss_mb()
     health.reset()
     gauge = GaugeWatch(server)
-    results = []
-    # Connections opened first, then every request sent at once: a 429's time is the server's, not a connect's.
-    sockets = [socket.create_connection(("127.0.0.1", server.port), timeout=30) for _ in range(32)]
-
-    def one(index, s):
-        request = (f"GET {server.thumbnail(origin.url(f'/big{index}.jpg'), 'w=64')} HTTP/1.1\r\nHost: h\r\n"
-                   f"If-None-Match: \"stale\"\r\nConnection: close\r\n\r\n").encode()
-        start = time.monotonic()
-        s.sendall(request)
-        try:
-            head = s.recv(64)
-        except OSError:
-            head = b""
-        elapsed = time.monotonic() - start
-        status = int(head[9:12]) if head.startswith(b"HTTP/1.1 ") else 0
-        results.append((status, elapsed))
-        s.close()
-
-    threads = [threading.Thread(target=one, args=(i, sockets[i])) for i in range(32)]
-    for t in threads:
-        t.start()
+    # The client is a process of its own (`--flood`): in this one, the origin's threads sending 16 MiB bodies hold
+    # Python's interpreter lock, and a 429's time would include the client's wait for it.
+    requests = [(f"GET {server.thumbnail(origin.url(f'/big{index}.jpg'), 'w=64')} HTTP/1.1\r\nHost: h\r\n"
+                 f"If-None-Match: \"stale\"\r\nConnection: close\r\n\r\n") for index in range(32)]
+    client = subprocess.Popen([sys.executable, "-B", __file__, "--flood", str(server.port)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    client.stdin.write(json.dumps(requests))
+    client.stdin.close()
     peak = 0.0
-    deadline = time.monotonic() + 30
-    while any(t.is_alive() for t in threads) and time.monotonic() < deadline:
+    deadline = time.monotonic() + 40
+    while client.poll() is None and time.monotonic() < deadline:
         peak = max(peak, server.rss_mb())
         time.sleep(0.05)
-    for t in threads:
-        t.join(1)
+    if client.poll() is None:
+        client.kill()
+    results = json.loads(client.stdout.read() or "[]")
     server_peak = gauge.stop()
     refused = sorted(elapsed for status, elapsed in results if status == 429)
     overlap = origin.max_overlap(since)
@@ -475,7 +493,7 @@ def conditional_flood(server, health, origin, photo):
           f"(workers {WORKERS}); statuses {sorted(set(s for s, _ in results))}")
     check("conditional: a full queue answers 429 in < 10 ms", refused and refused[-1] < 0.010,
           f"{len(refused)} x 429, slowest {refused[-1] * 1000 if refused else 0:.1f} ms, "
-          f"median {statistics.median(refused) * 1000 if refused else 0:.1f} ms", latency=True)
+          f"median {statistics.median(refused) * 1000 if refused else 0:.1f} ms", latency="429")
     health.report("conditional")
     rss_check("conditional", idle, peak)
 
@@ -595,8 +613,42 @@ def policy(binary, cache, origin, photo):
           f"warm {status}; host removed: cached {cached}, new size {resized}; address removed: cached {by_address}")
 
 
+def flood(port):
+    """The conditional flood's client (`hostile.py --flood PORT`, the requests as JSON on stdin): connections opened
+    first, then every request sent at once from one thread that waits on all the sockets, so a 429's time is the
+    server's, not a connect's or a client thread's. Prints [status, seconds] per request as JSON."""
+    requests = [request.encode() for request in json.load(sys.stdin)]
+    sockets = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in requests]
+    # The kernel completes a connect before the server has accepted it and set its connection up: a pause, so that
+    # work (~0.1 ms a connection) is not counted in the answers' times.
+    time.sleep(0.2)
+    started = {}
+    for s, request in zip(sockets, requests):
+        started[s] = time.monotonic()
+        s.sendall(request)
+    results = []
+    waiting = set(sockets)
+    deadline = time.monotonic() + 30
+    while waiting and time.monotonic() < deadline:
+        ready, _, _ = select.select(list(waiting), [], [], 0.05)
+        now = time.monotonic()
+        for s in ready:
+            try:
+                head = s.recv(64)
+            except OSError:
+                head = b""
+            results.append((int(head[9:12]) if head.startswith(b"HTTP/1.1 ") else 0, now - started[s]))
+            waiting.discard(s)
+            s.close()
+    results += [(0, time.monotonic() - started[s]) for s in waiting]
+    print(json.dumps(results))
+
+
 def main():
     binary = sys.argv[1]
+    # The probes' threads (/health, the gauge) take the interpreter lock within 0.5 ms rather than 5: their figures
+    # are the server's.
+    sys.setswitchinterval(0.0005)
     began = time.monotonic()
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
@@ -619,6 +671,10 @@ def main():
         for s in held:
             s.close()
         time.sleep(1)
+        held = greedy(server, health, big)
+        for s in held:
+            s.close()
+        time.sleep(1)
         conditional_flood(server, health, origin, photo)
         slow_hops(server, health, origin, photo)
         changing(server, health, origin, photo, other)
@@ -631,7 +687,7 @@ def main():
             server.process.kill()
     failed = [name for name, ok in checks if not ok]
     print(f"hostile suite: {len(checks) - len(failed)} passed, {len(failed)} failed "
-          f"in {time.monotonic() - began:.0f} s (latency bounds {'strict' if STRICT else 'reported'}; "
+          f"in {time.monotonic() - began:.0f} s (latency bounds: {LATENCY_MODE}; "
           f"load average {os.getloadavg()[0]:.1f})", flush=True)
     if failed:
         print("logs: " + cache, flush=True)
@@ -639,4 +695,7 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1] == "--flood":
+        flood(int(sys.argv[2]))
+    else:
+        main()

@@ -5,6 +5,10 @@ import WebImage
 
 @testable import ThumbnailServerApp
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// The worker pool and its queue, deadlines, health and readiness, metrics and request ids.
 @Suite struct OperableTests {
     /// With one worker and a queue of one, distinct slow requests beyond those two are refused at once with 429
@@ -105,6 +109,57 @@ import WebImage
                 try await Live.expectStatus(base + "/metrics", 404)
             }
         }
+    }
+}
+
+/// The kernel's share of what a connection may hold (``ConnectionLimits/sendBufferBytes``).
+@Suite struct SendBufferTests {
+    /// Each accepted connection's `SO_SNDBUF` is the configured bound (Linux reports twice what was set), so a
+    /// client that doesn't read stalls its answer after that many bytes instead of the kernel's autotuned 4 MiB;
+    /// without a bound the kernel's own size stays.
+    @Test func eachConnectionsSendBufferIsTheConfiguredBound() async throws {
+        for bound in [64 << 10, nil] as [Int?] {
+            let reported = try await Live.withServer({ $0.connectionLimits.sendBufferBytes = bound }) { _, base in
+                let port = try #require(Int(base.split(separator: ":").last ?? ""))
+                let client = try Raw(port: port)
+                defer { close(client.fd) }
+                try client.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+                #expect(client.readHead(seconds: 10)?.hasPrefix("HTTP/1.1 200") == true)
+                return try #require(Self.serverSideSendBuffer(serverPort: port, clientFD: client.fd))
+            }
+            if let bound {
+                #expect(reported == 2 * bound, "SO_SNDBUF \(reported)")
+            } else {
+                #expect(reported != 2 * (64 << 10) && reported != 2 * (256 << 10), "SO_SNDBUF \(reported)")
+            }
+        }
+    }
+
+    /// `SO_SNDBUF` of the server's end of `clientFD`'s connection: the socket of this process whose local port is
+    /// `serverPort` and whose peer is the client's local port (the server runs in the test's process).
+    private static func serverSideSendBuffer(serverPort: Int, clientFD: Int32) -> Int? {
+        guard let clientPort = port(of: clientFD, peer: false) else { return nil }
+        let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        for fd in descriptors.compactMap(Int32.init) where fd != clientFD {
+            guard port(of: fd, peer: false) == serverPort, port(of: fd, peer: true) == clientPort else { continue }
+            var value: Int32 = 0
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            guard getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &value, &length) == 0 else { return nil }
+            return Int(value)
+        }
+        return nil
+    }
+
+    private static func port(of fd: Int32, peer: Bool) -> Int? {
+        var address = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let status = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                peer ? getpeername(fd, $0, &length) : getsockname(fd, $0, &length)
+            }
+        }
+        guard status == 0, address.sin_family == sa_family_t(AF_INET) else { return nil }
+        return Int(UInt16(bigEndian: address.sin_port))
     }
 }
 

@@ -188,6 +188,10 @@ struct ConfigurationSetting: Sendable {
         .init(name: "MAX_PIPELINED", key: "maxPipelined") {
             $0.connectionLimits.maxPipelined = try int($1, "MAX_PIPELINED", min: 1)
         },
+        .init(name: "SEND_BUFFER_KB", key: "sendBufferKB") {
+            let kilobytes = try int($1, "SEND_BUFFER_KB")
+            $0.connectionLimits.sendBufferBytes = kilobytes == 0 ? nil : kilobytes << 10
+        },
         .init(name: "MAX_PENDING_OUTPUT_MB", key: "maxPendingOutputMB") {
             $0.maxPendingOutputBytes = try megabytes($1, "MAX_PENDING_OUTPUT_MB")
         },

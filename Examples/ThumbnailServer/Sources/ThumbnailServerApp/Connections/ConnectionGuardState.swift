@@ -12,17 +12,27 @@ public struct ConnectionLimits: Sendable, Equatable {
     /// closed: each would make an answer the server holds until its client reads, and a client that pipelines
     /// deeply without reading is an attack (browsers don't pipeline).
     public var maxPipelined: Int
+    /// The kernel's send buffer per connection (`SO_SNDBUF`), in bytes; nil leaves it to the kernel's autotuning.
+    ///
+    /// What a client that doesn't read makes the server copy before its connection stalls: with autotuning, Linux
+    /// takes up to `net.ipv4.tcp_wmem`'s maximum (4 MiB) of each answer into the socket, so 150 such clients asking
+    /// for a 2.4 MB thumbnail had the server copy every byte of every answer, and `/health` waited up to 0.5 s
+    /// behind the copying (release build). A bound stops each at this much. It also bounds one connection's rate to
+    /// about this many bytes per round trip (256 KiB at 100 ms: 2.5 MB/s), ample for thumbnails; raise it for large
+    /// outputs to distant clients. Linux doubles the figure for its own bookkeeping.
+    public var sendBufferBytes: Int?
 
     /// Creates limits.
     public init(
         idleTimeout: Double = 60, headerTimeout: Double = 10, writeTimeout: Double = 30, maxConnections: Int = 10_000,
-        maxPipelined: Int = 4
+        maxPipelined: Int = 4, sendBufferBytes: Int? = 256 << 10
     ) {
         self.idleTimeout = idleTimeout
         self.headerTimeout = headerTimeout
         self.writeTimeout = writeTimeout
         self.maxConnections = maxConnections
         self.maxPipelined = maxPipelined
+        self.sendBufferBytes = sendBufferBytes
     }
 }
 

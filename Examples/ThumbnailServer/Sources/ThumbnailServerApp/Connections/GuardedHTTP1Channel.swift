@@ -6,7 +6,8 @@ import NIOHTTPTypesHTTP1
 
 /// Hummingbird's HTTP/1 child channel with a ``ConnectionGuard`` on every connection (``ByteGuard`` first in the
 /// pipeline, ``RequestGuard`` just before Hummingbird's own connection-state handler), and
-/// ``ConnectionPersistence`` just before the HTTP Types codec, where a request's version is still known.
+/// ``ConnectionPersistence`` just before the HTTP Types codec, where a request's version is still known. The socket's
+/// send buffer is set to ``ConnectionLimits/sendBufferBytes``.
 struct GuardedHTTP1Channel: ServerChildChannel {
     typealias Value = HTTP1Channel.Value
 
@@ -19,6 +20,10 @@ struct GuardedHTTP1Channel: ServerChildChannel {
         let guarding = ConnectionGuard(limits: limits, registry: registry, logger: self.logger)
         do {
             try channel.pipeline.syncOperations.addHandler(ByteGuard(guarding), position: .first)
+            if let bytes = limits.sendBufferBytes, let options = channel.syncOptions {
+                try options.setOption(
+                    ChannelOptions.socketOption(.so_sndbuf), value: SocketOptionValue(clamping: bytes))
+            }
         } catch {
             return channel.eventLoop.makeFailedFuture(error)
         }
