@@ -127,6 +127,65 @@ struct PixelPoolTests {
     }
 
     @Test(
+        "a block for 2 MiB or more starts on a huge page; the huge pages its buffer reaches are advised, the slack not",
+        .disabled(if: PixelPool.underAddressSanitizer, "under ASan every block is malloc'd, nothing is pooled"))
+    func largeBlocksAreAdvisedForHugePages() throws {
+        let huge = UInt(PixelPool.hugePageSize)
+        // (bytes asked, bytes advised): a 1920x1080 RGBA frame in its 8 MiB class, advised whole; 4 MiB + 1 in a
+        // 5 MiB class, advised for 4 MiB (a third huge page would pass the block's end); 1 MiB, none.
+        for (count, advised) in [(8_294_400, 4 * huge), ((4 << 20) + 1, 2 * huge), (1 << 20, 0)] as [(Int, UInt)] {
+            let pool = PixelPool()
+            let block = try #require(pool.allocate(count))
+            defer { pool.release(block.base, capacity: block.capacity) }
+            let address = UInt(bitPattern: block.base)
+            let mappings = try Self.mappings()
+            // The kernel lists an madvise(MADV_HUGEPAGE) range as a mapping of its own with the `hg` flag (merged
+            // with a neighbour of the same flags, so judged by containment).
+            let head = mappings.first { $0.start <= address && address < $0.end }
+            if advised > 0 {
+                #expect(address % huge == 0, "\(count): block at \(String(address, radix: 16))")
+                #expect(
+                    head?.flags.contains("hg") == true && head!.end >= address + advised,
+                    "\(count): \(head.map { "\($0)" } ?? "none")")
+            } else {
+                #expect(head?.flags.contains("hg") == false, "\(count)")
+            }
+            let tailAddress = address + advised
+            if tailAddress < address + UInt(block.capacity) {
+                let tail = mappings.first { $0.start <= tailAddress && tailAddress < $0.end }
+                #expect(tail?.flags.contains("hg") == false, "\(count): the slack past the advised pages")
+            }
+        }
+        let small = PixelPool()
+        small.usesHugePages = false
+        let plain = try #require(small.allocate(8_294_400))
+        defer { small.release(plain.base, capacity: plain.capacity) }
+        let address = UInt(bitPattern: plain.base)
+        let mapping = try Self.mappings().first { $0.start <= address && address < $0.end }
+        #expect(mapping?.flags.contains("hg") == false, "usesHugePages = false advises nothing")
+    }
+
+    /// The process's mappings from /proc/self/smaps: start, end and VmFlags.
+    private static func mappings() throws -> [(start: UInt, end: UInt, flags: [Substring])] {
+        // Read to the end: a /proc file states no size.
+        let handle = try #require(FileHandle(forReadingAtPath: "/proc/self/smaps"))
+        defer { try? handle.close() }
+        let text = String(decoding: try handle.readToEnd() ?? Data(), as: UTF8.self)
+        var result: [(start: UInt, end: UInt, flags: [Substring])] = []
+        for line in text.split(separator: "\n") {
+            if let dash = line.firstIndex(of: "-"), let space = line.firstIndex(of: " "), dash < space,
+                let start = UInt(line[..<dash], radix: 16),
+                let end = UInt(line[line.index(after: dash)..<space], radix: 16)
+            {
+                result.append((start, end, []))
+            } else if line.hasPrefix("VmFlags:"), !result.isEmpty {
+                result[result.count - 1].flags = line.dropFirst("VmFlags:".count).split(separator: " ")
+            }
+        }
+        return result
+    }
+
+    @Test(
         "idle blocks go back to the system after the idle delay; trim() drops them at once",
         .disabled(if: PixelPool.underAddressSanitizer, "under ASan every block is malloc'd, nothing is pooled"))
     func idleBlocksAreTrimmed() async throws {

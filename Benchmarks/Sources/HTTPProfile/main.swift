@@ -32,6 +32,8 @@ import Synchronization
 //   Benchmarks/profile.sh   (the per-stage table and the whole-path flame graph)
 
 let arguments = CommandLine.arguments
+// PIXELPOOL_SMALL_PAGES=1: pixel blocks in 4 KiB pages (`PixelPool.usesHugePages` off), what huge pages save.
+if ProcessInfo.processInfo.environment["PIXELPOOL_SMALL_PAGES"] != nil { PixelPool.shared.usesHugePages = false }
 guard arguments.count >= 5, let base = URL(string: arguments[2]), let rounds = Int(arguments[4]) else {
     FileHandle.standardError.write(
         Data("usage: HTTPProfile <mode> <base URL> <small|photo|large> <rounds> [c] (modes: see main.swift)\n".utf8)

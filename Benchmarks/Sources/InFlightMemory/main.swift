@@ -17,6 +17,8 @@ import Synchronization
 // are 8 GB, the cache keeps 32; what the process holds beyond that is the work in flight.
 
 let arguments = CommandLine.arguments
+// PIXELPOOL_SMALL_PAGES=1: pixel blocks in 4 KiB pages (`PixelPool.usesHugePages` off), what huge pages save.
+if ProcessInfo.processInfo.environment["PIXELPOOL_SMALL_PAGES"] != nil { PixelPool.shared.usesHugePages = false }
 guard arguments.count >= 2, let base = URL(string: arguments[1]) else {
     FileHandle.standardError.write(Data("usage: InFlightMemory <base URL> [loads] [cache MB]\n".utf8))
     exit(64)
