@@ -107,10 +107,7 @@ import WebImage
         let url = URL(string: "https://origin.example/queued.bin")!
         let bytes = Data("queued bytes".utf8)
         loader.set(.data(bytes, ResponseMetadata(url: url, statusCode: 200, maxAge: 600)), for: url)
-        var configuration = MemoryCacheConfiguration(costLimit: 1 << 24)
-        configuration.keepsDataAlone = true
-        let memory = MemoryCache(configuration: configuration)
-        let manager = ImageManager(cache: CachesManager([memory]), loader: loader, coders: CodersManager(coders: []))
+        let (memory, manager) = Self.keptDataManager(loader)
         let queue = DispatchQueue(label: "busy callbacks")
         queue.suspend()
         var context = ImageContext()
@@ -135,10 +132,7 @@ import WebImage
         let url = URL(string: "https://origin.example/loader-only.bin")!
         let bytes = Data("from the loader".utf8)
         loader.set(.data(bytes, ResponseMetadata(url: url, statusCode: 200, maxAge: 600)), for: url)
-        var configuration = MemoryCacheConfiguration(costLimit: 1 << 24)
-        configuration.keepsDataAlone = true
-        let memory = MemoryCache(configuration: configuration)
-        let manager = ImageManager(cache: CachesManager([memory]), loader: loader, coders: CodersManager(coders: []))
+        let (memory, manager) = Self.keptDataManager(loader)
         let key = try #require(manager.cacheKey(for: url))
         memory.setData(
             Data("kept".utf8),
@@ -149,4 +143,13 @@ import WebImage
         #expect(loaded.cacheType == .none && loaded.data == bytes)
         #expect(loader.requestCount == 1)
     }
+
+    /// A manager over one memory level that keeps data alone (what kept data loads store into), with no coder.
+    private static func keptDataManager(_ loader: ScriptedLoader) -> (MemoryCache, ImageManager) {
+        var configuration = MemoryCacheConfiguration(costLimit: 1 << 24)
+        configuration.keepsDataAlone = true
+        let memory = MemoryCache(configuration: configuration)
+        return (memory, ImageManager(cache: CachesManager([memory]), loader: loader, coders: CodersManager(coders: [])))
+    }
+
 }

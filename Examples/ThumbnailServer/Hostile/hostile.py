@@ -418,22 +418,9 @@ def pipelining(server, health, big):
     print("non-reading pipelining clients: 150 connections x 20 requests for a large thumbnail", flush=True)
     status, _, body = server.get(big)
     assert status == 200, status
-    time.sleep(0.5)
-    idle = server.rss_mb()
-    health.reset()
-    request = f"GET {big} HTTP/1.1\r\nHost: h\r\n\r\n".encode() * 20
-    sockets = []
-    for _ in range(150):
-        s = socket.create_connection(("127.0.0.1", server.port), timeout=5)
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        s.sendall(request)
-        sockets.append(s)
-    peak = sample_rss(server, 4)
     print(f"    thumbnail of {len(body) / 1e6:.1f} MB; answers ready to send, if all were kept: "
           f"{150 * 20 * len(body) / 2**20:.0f} MiB", flush=True)
-    health.report("pipelining")
-    rss_check("pipelining", idle, peak)
-    return sockets
+    return non_reading(server, health, "pipelining", f"GET {big} HTTP/1.1\r\nHost: h\r\n\r\n".encode() * 20)
 
 
 def greedy(server, health, big):
@@ -441,10 +428,15 @@ def greedy(server, health, big):
     window and the server's send buffer are full. Before the send buffer was bounded, the kernel took up to 4 MiB of
     each answer and the server copied all 150 (360 MB) while /health waited up to 0.5 s (release build)."""
     print("greedy clients: 150 connections asking once each for the large thumbnail, never reading", flush=True)
+    return non_reading(server, health, "greedy", f"GET {big} HTTP/1.1\r\nHost: h\r\n\r\n".encode())
+
+
+def non_reading(server, health, attack, request):
+    """150 connections that send `request` and never read (a 4 KiB receive buffer); /health and RSS checked over the
+    4 s after. Returns the sockets, still open."""
     time.sleep(0.5)
     idle = server.rss_mb()
     health.reset()
-    request = f"GET {big} HTTP/1.1\r\nHost: h\r\n\r\n".encode()
     sockets = []
     for _ in range(150):
         s = socket.create_connection(("127.0.0.1", server.port), timeout=5)
@@ -452,8 +444,8 @@ def greedy(server, health, big):
         s.sendall(request)
         sockets.append(s)
     peak = sample_rss(server, 4)
-    health.report("greedy")
-    rss_check("greedy", idle, peak)
+    health.report(attack)
+    rss_check(attack, idle, peak)
     return sockets
 
 
