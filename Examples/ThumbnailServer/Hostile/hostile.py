@@ -7,7 +7,8 @@ make them, with the figures printed and checked.
 Everything runs on 127.0.0.1: the server (started here with a soft file limit of 1,024, as systemd's default), an
 origin (a threaded HTTP server in this process) and the attacking clients. Attacks, in order:
 
-  half-sent     1,200 connections each sending part of a request head and nothing more (more than the soft limit)
+  half-sent     1,200 connections each sending part of a request head and nothing more (more than the soft limit),
+                opened as fast as a client can: none may be dropped by a full accept queue
   old-clients   HTTP/1.0 clients and h2c-upgrading ones, each reading its answer to the connection's end
   pipelining    150 connections pipelining 20 requests each for a large cached thumbnail, never reading
   greedy        150 connections asking once each for that thumbnail, never reading (within the pipelining limit)
@@ -359,6 +360,7 @@ def half_sent(server, health):
     print("half-sent requests: 1,200 connections, each a head never finished", flush=True)
     idle = server.rss_mb()
     health.reset()
+    overflows = listen_overflows()
     sockets = []
     for index in range(1200):
         try:
@@ -382,8 +384,22 @@ def half_sent(server, health):
         s.close()
     check("half-sent: every half-sent connection closed by the header timeout", closed == opened,
           f"{opened} opened, {closed} closed by the server within {HEADER_TIMEOUT + 1.5:.1f} s")
+    dropped = listen_overflows() - overflows
+    check("half-sent: the kernel dropped no connect (its accept queue never overflowed)", dropped == 0,
+          f"{dropped} connects dropped (TcpExt ListenOverflows); a dropped SYN is retried a second later")
     health.report("half-sent")
     rss_check("half-sent", idle, peak)
+
+
+def listen_overflows():
+    """The kernel's count of connects dropped because a listening socket's accept queue was full (every socket of
+    the machine: nothing else listens busily while the suite runs)."""
+    with open("/proc/net/netstat") as f:
+        lines = f.read().splitlines()
+    for names, values in zip(lines, lines[1:]):
+        if names.startswith("TcpExt:") and values.startswith("TcpExt:"):
+            return int(dict(zip(names.split(), values.split()))["ListenOverflows"])
+    return 0
 
 
 def old_clients(server, health, big):

@@ -53,6 +53,7 @@ public struct ThumbnailServer: Sendable {
         } catch let error as ImageServiceConfigurationError {
             throw ConfigurationError(error.message)
         }
+        PixelPool.shared.usesHugePages = configuration.usesHugePages
         var limits = configuration.connectionLimits
         if configuration.raisesFileLimit {
             // Room for the connections and for the origin transfers, files and Redis connections beside them.
@@ -99,7 +100,8 @@ public struct ThumbnailServer: Sendable {
         }
         self.application = Application(
             router: router, server: .guardedHTTP1(limits: limits, registry: connections, logger: logger),
-            configuration: .init(address: .hostname(configuration.host, port: configuration.port)),
+            configuration: .init(
+                address: .hostname(configuration.host, port: configuration.port), backlog: limits.listenBacklog),
             services: services,
             onServerRunning: { channel in
                 if let port = channel.localAddress?.port { galleryOrigin.bound(port: port) }

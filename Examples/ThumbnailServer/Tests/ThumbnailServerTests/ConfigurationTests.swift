@@ -16,7 +16,7 @@ import WebImage
                 "EFFORT": "avif=fast,png=best",
                 "PERCEPTUAL_DISTANCE": "jpeg=2.5,webp=4", "SOURCE_MIN_TTL": "5", "REQUEST_TIMEOUT": "4",
                 "ALLOWED_HOSTS": "a.example, b.example", "REDIS_KEY_PREFIX": "x:", "PORT": "0", "IDLE_TIMEOUT": "2",
-                "SEND_BUFFER_KB": "64",
+                "SEND_BUFFER_KB": "64", "LISTEN_BACKLOG": "1000", "HUGE_PAGES": "0",
                 "TRACES_ENDPOINT": "http://collector:4318/v1/traces",
             ], arguments: ["test"])
         let service = loaded.service
@@ -28,7 +28,8 @@ import WebImage
         #expect(service.allowedHosts == ["a.example", "b.example"] && service.redisKeyPrefix == "x:")
         // The server's own settings stay the server's.
         #expect(loaded.port == 0 && loaded.connectionLimits.idleTimeout == 2)
-        #expect(loaded.connectionLimits.sendBufferBytes == 64 << 10)
+        #expect(loaded.connectionLimits.sendBufferBytes == 64 << 10 && loaded.connectionLimits.listenBacklog == 1000)
+        #expect(!loaded.usesHugePages && ThumbnailServerConfiguration().usesHugePages)
         #expect(ThumbnailServerConfiguration().connectionLimits.sendBufferBytes == 256 << 10)
         let autotuned = try ThumbnailServerConfiguration.load(environment: ["SEND_BUFFER_KB": "0"], arguments: ["t"])
         #expect(autotuned.connectionLimits.sendBufferBytes == nil, "0 leaves the send buffer to the kernel")

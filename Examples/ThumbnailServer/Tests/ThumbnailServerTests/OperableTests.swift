@@ -150,7 +150,8 @@ import WebImage
         return nil
     }
 
-    private static func port(of fd: Int32, peer: Bool) -> Int? {
+    /// `fd`'s local port (or its peer's); nil when it is no connected (or bound) IPv4 socket.
+    static func port(of fd: Int32, peer: Bool) -> Int? {
         var address = sockaddr_in()
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let status = withUnsafeMutablePointer(to: &address) {
@@ -160,6 +161,56 @@ import WebImage
         }
         guard status == 0, address.sin_family == sa_family_t(AF_INET) else { return nil }
         return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
+
+/// The queue of connections the kernel completes for the server to accept (``ConnectionLimits/listenBacklog``).
+@Suite struct ListenBacklogTests {
+    /// The listening socket's backlog is the configured one (the kernel caps it at `net.core.somaxconn`), read back
+    /// from the socket itself: Linux's `TCP_INFO` on a listening socket reports its backlog in `tcpi_sacked`. With
+    /// Hummingbird's 256 a burst of connects while the accept loop was busy made the kernel drop SYNs.
+    @Test func theListeningSocketHasTheConfiguredBacklog() async throws {
+        let ceiling =
+            (try? String(contentsOfFile: "/proc/sys/net/core/somaxconn", encoding: .utf8))
+            .flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 4096
+        for configured in [ConnectionLimits().listenBacklog, 300] {
+            let backlog = try await Live.withServer({ $0.connectionLimits.listenBacklog = configured }) { _, base in
+                let port = try #require(Int(base.split(separator: ":").last ?? ""))
+                return try #require(Self.backlog(ofListenerOn: port))
+            }
+            #expect(backlog == min(configured, ceiling), "configured \(configured), somaxconn \(ceiling)")
+        }
+        #expect(ConnectionLimits().listenBacklog >= 1024)
+    }
+
+    /// The backlog of this process's listening socket on `port` (the server runs in the test's process).
+    private static func backlog(ofListenerOn port: Int) -> Int? {
+        let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        for fd in descriptors.compactMap(Int32.init) {
+            guard SendBufferTests.port(of: fd, peer: false) == port, SendBufferTests.port(of: fd, peer: true) == nil
+            else { continue }
+            var info = tcp_info()
+            var length = socklen_t(MemoryLayout<tcp_info>.size)
+            guard getsockopt(fd, Int32(IPPROTO_TCP), TCP_INFO, &info, &length) == 0, info.tcpi_state == 10 else {
+                continue  // 10: TCP_LISTEN
+            }
+            return Int(info.tcpi_sacked)
+        }
+        return nil
+    }
+}
+
+/// `HUGE_PAGES` reaches the process's pixel pool, where the server's decoders take their blocks.
+@Suite struct HugePagesSettingTests {
+    @Test func theSettingIsThePools() async throws {
+        defer { PixelPool.shared.usesHugePages = true }
+        for wanted in [false, true] {
+            PixelPool.shared.usesHugePages = !wanted
+            let applied = try await Live.withServer({ $0.usesHugePages = wanted }) { _, _ in
+                PixelPool.shared.usesHugePages
+            }
+            #expect(applied == wanted)
+        }
     }
 }
 

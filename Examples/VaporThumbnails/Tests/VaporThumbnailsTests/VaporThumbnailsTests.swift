@@ -63,6 +63,7 @@ import VaporTesting
 
     @Test func theAppsRoutesAndThumbnailsSideBySide() async throws {
         try await Self.withApp { app, port, _ in
+            #expect(app.http.server.configuration.backlog == 4096, "a connect burst is held, not dropped")
             let tester = try app.testing(method: .running(hostname: "127.0.0.1", port: port))
             try await tester.test(.GET, "hello/vapor") { response in
                 #expect(response.status == .ok)

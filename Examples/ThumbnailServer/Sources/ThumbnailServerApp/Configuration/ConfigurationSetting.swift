@@ -192,12 +192,16 @@ struct ConfigurationSetting: Sendable {
             let kilobytes = try int($1, "SEND_BUFFER_KB")
             $0.connectionLimits.sendBufferBytes = kilobytes == 0 ? nil : kilobytes << 10
         },
+        .init(name: "LISTEN_BACKLOG", key: "listenBacklog") {
+            $0.connectionLimits.listenBacklog = try int($1, "LISTEN_BACKLOG", min: 1)
+        },
         .init(name: "MAX_PENDING_OUTPUT_MB", key: "maxPendingOutputMB") {
             $0.maxPendingOutputBytes = try megabytes($1, "MAX_PENDING_OUTPUT_MB")
         },
         .init(name: "RAISE_FILE_LIMIT", key: "raiseFileLimit") {
             $0.raisesFileLimit = try bool($1, "RAISE_FILE_LIMIT")
         },
+        .init(name: "HUGE_PAGES", key: "hugePages") { $0.usesHugePages = try bool($1, "HUGE_PAGES") },
         .init(name: "DNS_CACHE_SECONDS", key: "dnsCacheSeconds") {
             $0.dnsCacheSeconds = try double($1, "DNS_CACHE_SECONDS")
         },

@@ -54,6 +54,10 @@ public struct ThumbnailServerConfiguration: Sendable {
     public var maxPendingOutputBytes = 32 << 20
     /// Raise the soft limit on open files to the hard limit at start (default on).
     public var raisesFileLimit = true
+    /// Back the pixel blocks of 2 MiB and more with transparent huge pages (default on; `PixelPool.usesHugePages`,
+    /// which the server sets at start for the whole process). Off keeps small pages: for a machine whose THP
+    /// `defrag` setting stalls faults on compaction, or to measure the difference.
+    public var usesHugePages = true
     /// Serve the sample images under `/samples/` and the gallery at `/` (default off; `dev.json` turns it on).
     public var servesSamples = false
     /// The origin the gallery's links and sample sources use (`http://host:port` of this server by default). It

@@ -21,11 +21,19 @@ public struct ConnectionLimits: Sendable, Equatable {
     /// about this many bytes per round trip (256 KiB at 100 ms: 2.5 MB/s), ample for thumbnails; raise it for large
     /// outputs to distant clients. Linux doubles the figure for its own bookkeeping.
     public var sendBufferBytes: Int?
+    /// Connections the kernel may complete and hold for the server to accept (`listen`'s backlog); Linux caps it at
+    /// `net.core.somaxconn` (4096 since 5.4).
+    ///
+    /// Past it the kernel drops new SYNs and the client retries a second later. Hummingbird's 256 was filled by a
+    /// burst of 1,200 connects while the accept loop shared two busy cores: `/health` took 1.0 s (one SYN retry)
+    /// though the server was idle a moment later. A connection waiting here costs the kernel a socket, not the
+    /// server: ``maxConnections`` still bounds what is accepted.
+    public var listenBacklog: Int
 
     /// Creates limits.
     public init(
         idleTimeout: Double = 60, headerTimeout: Double = 10, writeTimeout: Double = 30, maxConnections: Int = 10_000,
-        maxPipelined: Int = 4, sendBufferBytes: Int? = 256 << 10
+        maxPipelined: Int = 4, sendBufferBytes: Int? = 256 << 10, listenBacklog: Int = 4096
     ) {
         self.idleTimeout = idleTimeout
         self.headerTimeout = headerTimeout
@@ -33,6 +41,7 @@ public struct ConnectionLimits: Sendable, Equatable {
         self.maxConnections = maxConnections
         self.maxPipelined = maxPipelined
         self.sendBufferBytes = sendBufferBytes
+        self.listenBacklog = listenBacklog
     }
 }
 
