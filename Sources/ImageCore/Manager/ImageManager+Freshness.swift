@@ -42,9 +42,7 @@ enum Revalidation: Equatable {
         metadata.maxAge = lifetime
         metadata.expiresAt = now.addingTimeInterval(TimeInterval(lifetime))
         metadata.storedAt = now
-        // The loader's blob, when its 304 brought an updated one (``ResponseMetadata/extendedData``).
-        if let extended = response?.extendedData { metadata.extendedData = extended }
-        return metadata
+        return metadata.keepingBlob(of: response)
     }
 
     /// Whether a `.refreshStale` load may serve an entry with `metadata` as it is (any other load may, and reads no
@@ -85,5 +83,16 @@ extension ImageManager {
             else { return }
             cache.store(hit.image, data: hit.data, metadata: metadata, forKey: key, cacheType: levels, completion: nil)
         }
+    }
+}
+
+extension CacheEntryMetadata {
+    /// This metadata with the loader's blob a revalidation's `response` brought (``ResponseMetadata/extendedData``),
+    /// or as it is when the response brought none.
+    func keepingBlob(of response: ResponseMetadata?) -> CacheEntryMetadata {
+        guard let extended = response?.extendedData else { return self }
+        var metadata = self
+        metadata.extendedData = extended
+        return metadata
     }
 }

@@ -50,13 +50,8 @@ struct KeptEntry: Sendable {
     /// The entry a 304 (`response`, when the loader kept it) leaves: its lifetime renewed
     /// (``Revalidation/renewed(_:response:now:)``; nil when nothing states one) and the loader's updated blob.
     func revalidated(response: ResponseMetadata?) -> (entry: KeptEntry, renewed: Bool) {
-        var metadata = metadata
         let renewed = Revalidation.renewed(metadata, response: response, now: Date())
-        if let renewed {
-            metadata = renewed
-        } else if let extended = response?.extendedData {
-            metadata?.extendedData = extended
-        }
+        let metadata = renewed ?? metadata?.keepingBlob(of: response)
         let entry = KeptEntry(data: data, metadata: metadata, cacheType: cacheType, answeredBy: answeredBy)
         return (entry, renewed != nil)
     }

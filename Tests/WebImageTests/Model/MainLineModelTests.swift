@@ -14,8 +14,9 @@ import WebImage
 /// the wave's controls (cancel all loads, a loader's cancel all / by URL, runtime memory and disk limits, the
 /// admission bound, removing failed URLs) run between its loads. The origin's answers change between waves (404,
 /// 500, truncated bytes, slow, `no-store`, new bytes with a new ETag, bodies that trickle in), managers restart on
-/// the same disk directories (real `MemoryCache` and `DiskCache`), and a quarter of the programs run two managers
-/// sharing a real redis-server through `RedisCache` with fleet coalescing.
+/// the same disk directories (real `MemoryCache` and `DiskCache`), a fifth of the programs run on a failing disk
+/// (each wave, writes fail with `ENOSPC`, creates with `EROFS` or renames with `EIO`, or none: no answer may
+/// change), and a quarter run two managers sharing a real redis-server through `RedisCache` with fleet coalescing.
 ///
 /// For every load: exactly one final completion and nothing after it; a success has the reference's image for its
 /// options at a version the origin served to its partition (or, from a cache, what the documented serializer wrote

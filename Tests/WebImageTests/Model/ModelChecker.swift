@@ -402,6 +402,10 @@ final class ModelChecker: Sendable {
 final class MissLedger: ImageCacheProtocol, Sendable {
     private let inner: CachesManager
     private let counts = Locked((missed: 0, possible: 0, ended: 0))
+    private let storeFailures = Locked(0)
+
+    /// Stores a level refused (a failing disk's), as the manager saw them.
+    var failedStores: Int { storeFailures.value }
 
     init(_ inner: CachesManager) { self.inner = inner }
 
@@ -454,7 +458,10 @@ final class MissLedger: ImageCacheProtocol, Sendable {
         _ image: Image?, data: Data?, metadata: CacheEntryMetadata?, forKey key: String, cacheType: ImageCacheType,
         completion: (@Sendable (Result<Void, ImageError>) -> Void)?
     ) {
-        inner.store(image, data: data, metadata: metadata, forKey: key, cacheType: cacheType, completion: completion)
+        inner.store(image, data: data, metadata: metadata, forKey: key, cacheType: cacheType) { result in
+            if case .failure = result { self.storeFailures.withLock { $0 += 1 } }
+            completion?(result)
+        }
     }
 
     func removeImage(forKey key: String, cacheType: ImageCacheType, completion: (@Sendable () -> Void)?) {

@@ -82,6 +82,8 @@ enum ModelFloors {
             // reached 9–11 in 141–177 programs, an idle run 5 in 186 (2.7 per 100), so the floor is a fifth of the
             // usual rate, as the others are.
             ("load ended by its load timeout", 1),
+            // 54 programs and 1,482 refused stores in 274 programs (an idle 100 s run, 12-01): a fifth of each.
+            ("program on a failing disk", 4), ("store refused by a failing disk", 100),
         ]
         if fleet { cases += [("fleet program", 5), ("load on the second replica", 150)] }
         return cases

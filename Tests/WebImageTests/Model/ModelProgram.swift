@@ -3,6 +3,7 @@ import ImageTestSupport
 import RedisCache
 import WebImage
 
+@testable import DiskCache
 @testable import ImageCore
 
 /// One manager of a program: real `MemoryCache` and `DiskCache` (and, in a fleet program, a `RedisCache` shared
@@ -56,11 +57,16 @@ struct ModelProgram {
         let downloadsAhead =
             Double.random(in: 0..<1, using: &random) < 0.75
             ? Int.random(in: 1...3, using: &random) : ImageManager.defaultMaxDownloadsAheadOfDecoding
+        // Some programs run on a failing disk: each wave, its stores fail as a full or read-only disk's would, or
+        // not. No load's answer may change (a store's failure is the cache's, never the load's), and every claimed
+        // miss still ends once.
+        let diskFaults = Double.random(in: 0..<1, using: &random) < 0.2 ? DiskFaultInjector() : nil
         func makeReplicas() throws -> [Replica] {
             try (0..<replicaCount).map { index in
                 let replica = Self.makeReplica(
                     directory: base.appendingPathComponent("disk-\(index)"), world: world,
-                    redis: fleet ? try redis?.cache(prefix: prefix, coalescing: Self.coalescing) : nil)
+                    redis: fleet ? try redis?.cache(prefix: prefix, coalescing: Self.coalescing) : nil,
+                    faults: diskFaults)
                 replica.manager.maxDownloadsAheadOfDecoding = downloadsAhead
                 return replica
             }
@@ -82,9 +88,18 @@ struct ModelProgram {
                 }
                 origin.setTrickle(Double.random(in: 0..<1, using: &random) < 0.4, for: url)
             }
+            if let diskFaults {
+                diskFaults.clear()
+                let faults: [(DiskOperation, Int32)] = [(.write, ENOSPC), (.create, EROFS), (.rename, EIO)]
+                if Double.random(in: 0..<1, using: &random) < 0.75 {
+                    let (operation, code) = faults.randomElement(using: &random)!
+                    diskFaults.fail(operation, errno: code)
+                }
+            }
             if wave > 0, Double.random(in: 0..<1, using: &random) < 0.3 {
                 for replica in replicas {
                     outcome.messages += await settled(replica, label: "before restart in wave \(wave)")
+                    outcome.coverage.note("store refused by a failing disk", replica.ledger.failedStores)
                     replica.redis?.shutdown()
                 }
                 replicas = try makeReplicas()
@@ -107,7 +122,11 @@ struct ModelProgram {
             outcome.coverage += coverage
             if !outcome.messages.isEmpty { return outcome }
         }
-        for replica in replicas { outcome.messages += await settled(replica, label: "at the end") }
+        for replica in replicas {
+            outcome.messages += await settled(replica, label: "at the end")
+            outcome.coverage.note("store refused by a failing disk", replica.ledger.failedStores)
+        }
+        if diskFaults != nil { outcome.coverage.note("program on a failing disk") }
         Self.countOrigin(origin, into: &outcome.coverage)
         return outcome
     }
@@ -274,9 +293,13 @@ struct ModelProgram {
 
     /// A manager over real `MemoryCache` and `DiskCache` in `directory` (and `redis`, when given), behind a
     /// ledger of cache misses, loading from the world's origin.
-    static func makeReplica(directory: URL, world: ModelWorld, redis: RedisCache?) -> Replica {
+    static func makeReplica(
+        directory: URL, world: ModelWorld, redis: RedisCache?, faults: DiskFaultInjector? = nil
+    ) -> Replica {
         let memory = MemoryCache()
-        let disk = DiskCache(configuration: DiskCacheConfiguration(directory: directory))
+        var configuration = DiskCacheConfiguration(directory: directory)
+        configuration.faults = faults
+        let disk = DiskCache(configuration: configuration)
         let levels: [any ImageCacheProtocol] = redis.map { [memory, disk, $0] } ?? [memory, disk]
         let caches = CachesManager(levels)
         let ledger = MissLedger(caches)
