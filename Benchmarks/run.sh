@@ -337,18 +337,20 @@ if [[ -x "$BIN/HTTPProfile" ]]; then
     mkdir -p "$WORK/profile-files"
     for pass in 1 2 3 4 5; do
         for threads in 1 2; do
-            for mode in manager managerKept managerRetained decode; do
+            for mode in manager managerSmall managerKept managerRetained decode; do
                 # managerKept: the whole path with one 256 MB memory cache kept across rounds, full as a running
                 # server's is (every load still a download; HTTPProfile/main.swift). managerRetained: the cold
                 # path with glibc told to keep freed memory (no trimming, a fixed 32 MB mmap threshold), so a
                 # round's pixel buffers reuse the pages of the round before instead of pages the kernel must zero:
-                # a diagnosis of the cold rows, not a setting the SDK makes.
+                # a diagnosis of the cold rows, not a setting the SDK makes. managerSmall: the cold path with
+                # pixel blocks in 4 KiB pages (`PixelPool.usesHugePages` off, the A/B of what huge pages give).
                 kept=""; [[ $mode == managerKept ]] && kept=256
                 env_retain=(); [[ $mode == managerRetained ]] \
                     && env_retain=(MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=4294967296)
+                [[ $mode == managerSmall ]] && env_retain=(PIXELPOOL_SMALL_PAGES=1)
                 env "${env_retain[@]}" HTTPPROFILE_DIR="$WORK/profile-files" HTTPPROFILE_THREADS=$threads \
                     HTTPPROFILE_MEMORY_MB=$kept \
-                    "$BIN/HTTPProfile" "${mode%%[KR]*}" "$WEBIMAGE_BENCH_HTTP_BASE" large 3 6 2>/dev/null \
+                    "$BIN/HTTPProfile" "${mode%%[KRS]*}" "$WEBIMAGE_BENCH_HTTP_BASE" large 3 6 2>/dev/null \
                     | awk -v m="$mode" -v t="$threads" -v p="$pass" '/^wall:/ { print m, t, p, $2 }' >>"$SCALING" || true
             done
         done
@@ -562,6 +564,14 @@ pass_row("23 (6)", "whole path, memory cache kept full (256 MB, each store evict
 for threads in (1, 2):
     pass_row("23 (6)", f"whole path, memory cache kept full (256 MB), vs decoding alone, both on {threads} thread(s)",
              ("managerKept", threads), ("decode", threads), 0.9)
+# Huge pages (PixelPool.usesHugePages, on by default), A/B within each pass: the cold path faults in 512× fewer pages;
+# the kernel still zeroes every fresh one.
+for threads in (1, 2):
+    pass_row("34 (3)", f"cold whole path, pixel blocks on huge pages (the default) vs 4 KiB pages, both on {threads} "
+             "thread(s)", ("manager", threads), ("managerSmall", threads), None)
+for threads in (1, 2):
+    pass_row("34 (3)", f"cold whole path with pixel blocks in 4 KiB pages vs decoding alone, both on {threads} "
+             "thread(s)", ("managerSmall", threads), ("decode", threads), None)
 for threads in (1, 2):
     pass_row("23 (6)", f"diagnosis: the cold whole path with glibc keeping freed memory (no trim, fixed mmap "
              f"threshold) vs decoding alone, both on {threads} thread(s)", ("managerRetained", threads),
