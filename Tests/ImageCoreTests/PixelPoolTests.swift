@@ -45,10 +45,11 @@ struct PixelPoolTests {
         let pool = PixelPool(byteLimit: limit, idleTrimDelay: .seconds(3600))
         defer { pool.trim() }
         struct Live {
-            let base: UnsafeMutableRawPointer
-            let capacity: Int
+            let block: PixelPool.Block
             let count: Int
             let mark: UInt8
+            var base: UnsafeMutableRawPointer { block.base }
+            var capacity: Int { block.capacity }
         }
         var live: [Live] = []
         var idle: [Int: [(address: UInt, order: Int, mark: UInt8?)]] = [:]
@@ -93,10 +94,10 @@ struct PixelPoolTests {
                 // The whole count is writable (a page short would crash here, not pass). memset: the generic
                 // initializer is a byte loop in a debug build.
                 memset(block.base, Int32(mark), count)
-                live.append(Live(base: block.base, capacity: block.capacity, count: count, mark: mark))
+                live.append(Live(block: block, count: count, mark: mark))
             } else if choice < 92 {
                 let victim = live.remove(at: Int.random(in: 0..<live.count, using: &random))
-                pool.release(victim.base, capacity: victim.capacity)
+                pool.release(victim.block)
                 if victim.count >= PixelPool.minimumPooledSize {
                     expected.liveBytes -= victim.capacity
                     if expected.idleBytes + victim.capacity <= byteLimit {
@@ -122,12 +123,12 @@ struct PixelPoolTests {
             if actual != expected { break }
             #expect(actual.idleBytes <= byteLimit)
         }
-        for block in live { pool.release(block.base, capacity: block.capacity) }
+        for entry in live { pool.release(entry.block) }
         #expect(pool.statistics.liveBytes == 0, "seed \(seed)")
     }
 
     @Test(
-        "a block for 2 MiB or more starts on a huge page; the huge pages its buffer reaches are advised, the slack not",
+        "a block of 2 MiB or more starts on a huge page; its whole huge pages are advised, the slack past them not",
         .disabled(if: PixelPool.underAddressSanitizer, "under ASan every block is malloc'd, nothing is pooled"))
     func largeBlocksAreAdvisedForHugePages() throws {
         let huge = UInt(PixelPool.hugePageSize)
@@ -136,7 +137,7 @@ struct PixelPoolTests {
         for (count, advised) in [(8_294_400, 4 * huge), ((4 << 20) + 1, 2 * huge), (1 << 20, 0)] as [(Int, UInt)] {
             let pool = PixelPool()
             let block = try #require(pool.allocate(count))
-            defer { pool.release(block.base, capacity: block.capacity) }
+            defer { pool.release(block) }
             let address = UInt(bitPattern: block.base)
             let mappings = try Self.mappings()
             // The kernel lists an madvise(MADV_HUGEPAGE) range as a mapping of its own with the `hg` flag (merged
@@ -159,10 +160,61 @@ struct PixelPoolTests {
         let small = PixelPool()
         small.usesHugePages = false
         let plain = try #require(small.allocate(8_294_400))
-        defer { small.release(plain.base, capacity: plain.capacity) }
+        defer { small.release(plain) }
         let address = UInt(bitPattern: plain.base)
         let mapping = try Self.mappings().first { $0.start <= address && address < $0.end }
         #expect(mapping?.flags.contains("hg") == false, "usesHugePages = false advises nothing")
+    }
+
+    @Test(
+        "a pooled buffer's resident count covers what it holds: whole huge pages, none of an earlier buffer's pages",
+        .disabled(if: PixelPool.underAddressSanitizer, "under ASan every block is malloc'd, nothing is pooled"))
+    func residentCountCoversWhatIsHeld() throws {
+        let huge = PixelPool.hugePageSize
+        // A 1920x1080 RGBA frame (8,294,400 bytes) ends inside the last of its 8 MiB class's four advised huge
+        // pages, which is faulted in whole: it holds 8 MiB, and counts 8 MiB.
+        let pool = PixelPool(idleTrimDelay: .seconds(3600))
+        defer { pool.trim() }
+        let frame = try #require(pool.allocate(8_294_400))
+        #expect(frame.advised == 4 * huge && frame.resident == 4 * huge)
+        memset(frame.base, 1, 8_294_400)
+        let held = try Self.residentBytes(frame)
+        #expect(held >= 8_294_400 && held <= frame.resident, "mincore: \(held) bytes resident")
+        pool.release(frame)
+
+        // Small pages: a smaller buffer reusing the block of a larger one must not hold that one's pages past its
+        // own end (they are given back), or the smaller count would understate the memory.
+        let small = PixelPool(idleTrimDelay: .seconds(3600))
+        small.usesHugePages = false
+        defer { small.trim() }
+        let first = try #require(small.allocate(8_294_400))
+        #expect(first.advised == 0 && first.resident == 8_294_400)
+        memset(first.base, 1, 8_294_400)
+        #expect(try Self.residentBytes(first) >= 8_294_400, "mincore sees the written pages")
+        small.release(first)
+        let second = try #require(small.allocate(7_400_000))
+        #expect(second.base == first.base && second.resident == 7_400_000)
+        memset(second.base, 2, 7_400_000)
+        let reused = try Self.residentBytes(second)
+        #expect(reused >= 7_400_000 && reused <= (7_400_000 + 4095) / 4096 * 4096, "mincore: \(reused) bytes")
+        #expect(second.base.load(fromByteOffset: 7_399_999, as: UInt8.self) == 2)
+        small.release(second)
+
+        // An image's memory cost is what its pixels hold, not their byte count.
+        let image = Image(
+            pixels: PixelBuffer(
+                width: 1920, height: 1080, layout: .rgba8, bytes: [UInt8](repeating: 3, count: 8_294_400)))
+        #expect(image.memoryCost == image.pixels.residentByteCount && image.memoryCost >= 8_294_400)
+    }
+
+    /// Bytes of `block` resident now (`mincore`, page by page).
+    private static func residentBytes(_ block: PixelPool.Block) throws -> Int {
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        let pages = (block.capacity + page - 1) / page
+        var vector = [UInt8](repeating: 0, count: pages)
+        let status = vector.withUnsafeMutableBufferPointer { mincore(block.base, block.capacity, $0.baseAddress) }
+        try #require(status == 0, "mincore failed: errno \(errno)")
+        return vector.reduce(0) { $0 + Int($1 & 1) } * page
     }
 
     /// The process's mappings from /proc/self/smaps: start, end and VmFlags.
@@ -192,14 +244,14 @@ struct PixelPoolTests {
         let pool = PixelPool(byteLimit: 64 << 20, idleTrimDelay: .milliseconds(50))
         let blocks = (0..<8).compactMap { _ in pool.allocate(1 << 20) }
         #expect(blocks.count == 8)
-        for block in blocks { pool.release(block.base, capacity: block.capacity) }
+        for block in blocks { pool.release(block) }
         #expect(pool.statistics.idleBlocks == 8)
         #expect(await waitUntil { pool.statistics.idleBlocks == 0 }, "idle blocks were never trimmed")
         #expect(pool.statistics.unmapped == 8 && pool.statistics.idleBytes == 0)
 
         let slow = PixelPool(byteLimit: 64 << 20, idleTrimDelay: .seconds(3600))
         let block = try #require(slow.allocate(200_000))
-        slow.release(block.base, capacity: block.capacity)
+        slow.release(block)
         #expect(slow.statistics.idleBlocks == 1)
         slow.trim()
         #expect(slow.statistics.idleBlocks == 0 && slow.statistics.unmapped == 1)
@@ -225,7 +277,7 @@ struct PixelPoolTests {
                 memset(block.base, Int32(mark), count)
                 // Another thread writing any byte of the same block would show here.
                 if memcmp(block.base, expected, count) != 0 { failures.withLock { $0 += 1 } }
-                pool.release(block.base, capacity: block.capacity)
+                pool.release(block)
             }
         }
         #expect(failures.value == 0)

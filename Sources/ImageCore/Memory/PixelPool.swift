@@ -23,9 +23,13 @@ import Synchronization
 /// block is slack). A released block goes on its class's free list, most recently used first, while the idle
 /// blocks stay within ``byteLimit``; beyond it, and for blocks over 1 GiB, it is unmapped at once. Blocks idle for
 /// longer than ``idleTrimDelay`` are unmapped by a timer, so a burst's memory goes back to the system once the burst
-/// is over; ``trim()`` unmaps every idle block at once (for a memory warning). Blocks for buffers of 2 MiB or more
-/// are aligned to, and advised for, transparent huge pages (``usesHugePages``). Smaller buffers come from `malloc`,
-/// whose own bins recycle them well.
+/// is over; ``trim()`` unmaps every idle block at once (for a memory warning). Blocks of 2 MiB or more are aligned
+/// to, and their whole huge pages advised for, transparent huge pages (``usesHugePages``). Smaller buffers come from
+/// `malloc`, whose own bins recycle them well.
+///
+/// What a buffer holds resident is counted, not assumed: a buffer that ends inside a huge page holds that whole
+/// page, and a reused block first gives back (`MADV_DONTNEED`) the pages an earlier, larger buffer touched beyond
+/// what the new one reaches, so ``Image/memoryCost`` (and with it a memory cache's limit) is the resident memory.
 ///
 /// Thread-safe: one lock, held for a push or a pop (never while mapping, unmapping or zeroing). Storage handed out
 /// is the caller's until released; its contents are unspecified (an earlier buffer's pixels) unless asked zeroed.
@@ -58,12 +62,32 @@ public final class PixelPool: Sendable {
         public var unmapped: Int
     }
 
+    /// Storage handed out by ``allocate(_:)``, to be given back whole to ``release(_:)``.
+    struct Block {
+        /// The first byte (page-aligned when mapped by the pool).
+        let base: UnsafeMutableRawPointer
+        /// The bytes the block spans (at least the count asked for).
+        let capacity: Int
+        /// Bytes from `base` advised for huge pages: a multiple of ``hugePageSize``, or 0.
+        let advised: Int
+        /// Whether the bytes are known to be zero (a block fresh from the kernel).
+        let zeroed: Bool
+        /// Bytes of the block resident once the count asked for is written: the count, or the whole huge pages it
+        /// reaches inside the advised part.
+        let resident: Int
+    }
+
     private struct IdleBlock: Sendable {
         /// The block's address: a pointer is not `Sendable`, and the lock's state must be.
         let address: UInt
         var base: UnsafeMutableRawPointer { UnsafeMutableRawPointer(bitPattern: address)! }
-        init(base: UnsafeMutableRawPointer, released: UInt64, sequence: UInt64) {
-            address = UInt(bitPattern: base)
+        /// The block's advised bytes and what its last user made resident (see ``Block``).
+        let advised: Int
+        let resident: Int
+        init(_ block: Block, released: UInt64, sequence: UInt64) {
+            address = UInt(bitPattern: block.base)
+            advised = block.advised
+            resident = block.resident
             self.released = released
             self.sequence = sequence
         }
@@ -117,9 +141,10 @@ public final class PixelPool: Sendable {
     ///
     /// A cold load of a 2 MP photo faults in 8 MB of fresh pixels. On this project's 2-core machine, the cold whole
     /// path (fetch, decode, store; Benchmarks' HTTPProfile, three interleaved passes) ran at 148–159 images/s on one
-    /// thread against 96–108 with small pages, and at 251–300 against 183–235 on two. Only the huge pages the
-    /// buffer's bytes reach are advised (within the block's whole huge pages), so a size class's slack stays in
-    /// small pages, untouched; the 1,000-load driver's peak resident set was the same either way.
+    /// thread against 96–108 with small pages, and at 251–300 against 183–235 on two. A block's whole huge pages
+    /// are advised; a class's slack past them stays in small pages, untouched. A buffer that ends inside a huge
+    /// page holds all of it, and ``Image/memoryCost`` counts it (a 1920x1080 RGBA frame: 8 MiB, not 7.9), so a
+    /// memory cache's limit still bounds what is resident.
     ///
     /// The cost: where the kernel's THP `defrag` setting is `madvise` (Debian's default), a fault may compact memory
     /// to find a huge page, which can stall an allocation on a fragmented machine; set this to `false` to keep small
@@ -141,20 +166,20 @@ public final class PixelPool: Sendable {
 
     // MARK: - Allocation
 
-    /// Storage of at least `count` bytes: `capacity` is what ``release(_:capacity:)`` must be given back, and
-    /// `zeroed` tells whether the bytes are known to be zero (a block fresh from the kernel). Nil when the system
-    /// refuses the memory even after the pool gave back its idle blocks.
-    func allocate(_ count: Int) -> (base: UnsafeMutableRawPointer, capacity: Int, zeroed: Bool)? {
+    /// Storage of at least `count` bytes, to be given back to ``release(_:)``. Nil when the system refuses the
+    /// memory even after the pool gave back its idle blocks.
+    func allocate(_ count: Int) -> Block? {
         guard count >= Self.minimumPooledSize, !Self.underAddressSanitizer else {
             // malloc, not `allocate(byteCount:)`, which ends the process when the memory is refused.
-            return malloc(max(count, 1)).map { ($0, count, false) }
+            return malloc(max(count, 1)).map {
+                Block(base: $0, capacity: count, advised: 0, zeroed: false, resident: count)
+            }
         }
         guard let sizeClass = Self.sizeClass(for: count) else {
-            let size = Self.pageRounded(count)
-            return Self.map(size, using: count, retrying: self).map { ($0, size, true) }
+            return Self.map(Self.pageRounded(count), using: count, retrying: self)
         }
         let size = Self.classSize(sizeClass)
-        let reused = state.withLock { state -> UnsafeMutableRawPointer? in
+        let reused = state.withLock { state -> IdleBlock? in
             state.statistics.liveBytes += size
             guard let block = state.free[sizeClass].popLast() else {
                 state.statistics.mapped += 1
@@ -163,21 +188,34 @@ public final class PixelPool: Sendable {
             state.statistics.idleBytes -= size
             state.statistics.idleBlocks -= 1
             state.statistics.reused += 1
-            return block.base
+            return block
         }
-        if let reused { return (reused, size, false) }
-        guard let base = Self.map(size, using: count, retrying: self) else {
+        if let reused {
+            let resident = Self.residentBytes(count, advised: reused.advised)
+            // Pages an earlier, larger buffer touched past what this one reaches: given back, so the block holds
+            // what its buffer counts (a later larger buffer faults them in again).
+            let keep = Self.pageRounded(resident)
+            let touched = Self.pageRounded(reused.resident)
+            if touched > keep {
+                #if canImport(Glibc) || canImport(Musl)
+                    _ = madvise(reused.base + keep, touched - keep, Int32(MADV_DONTNEED))
+                #endif
+            }
+            return Block(base: reused.base, capacity: size, advised: reused.advised, zeroed: false, resident: resident)
+        }
+        guard let block = Self.map(size, using: count, retrying: self) else {
             state.withLock {
                 $0.statistics.liveBytes -= size
                 $0.statistics.mapped -= 1
             }
             return nil
         }
-        return (base, size, true)
+        return block
     }
 
     /// Gives back storage from ``allocate(_:)``: kept for reuse while the idle blocks fit the limit, else unmapped.
-    func release(_ base: UnsafeMutableRawPointer, capacity: Int) {
+    func release(_ block: Block) {
+        let (base, capacity) = (block.base, block.capacity)
         guard capacity >= Self.minimumPooledSize, !Self.underAddressSanitizer else {
             free(base)
             return
@@ -194,7 +232,7 @@ public final class PixelPool: Sendable {
             }
             state.releases += 1
             state.free[sizeClass].append(
-                IdleBlock(base: base, released: DispatchTime.now().uptimeNanoseconds, sequence: state.releases))
+                IdleBlock(block, released: DispatchTime.now().uptimeNanoseconds, sequence: state.releases))
             state.statistics.idleBytes += capacity
             state.statistics.idleBlocks += 1
             let schedule = !state.trimScheduled
@@ -305,20 +343,35 @@ public final class PixelPool: Sendable {
         return UInt64(clamping: seconds) &* 1_000_000_000 &+ UInt64(clamping: attoseconds / 1_000_000_000)
     }
 
-    /// Maps `size` bytes; when the system refuses, drops the pool's idle blocks and tries once more. Nil when it
-    /// still refuses: the caller turns that into a typed error or, where no error can be thrown, a trap.
-    private static func map(_ size: Int, using count: Int, retrying pool: PixelPool) -> UnsafeMutableRawPointer? {
-        let used = pool.usesHugePages ? count : 0
-        if let base = mapOnce(size, used: used) { return base }
-        pool.trim()
-        return mapOnce(size, used: used)
+    /// Maps a block of `size` bytes for a buffer of `count`; when the system refuses, drops the pool's idle blocks
+    /// and tries once more. Nil when it still refuses: the caller turns that into a typed error or, where no error
+    /// can be thrown, a trap.
+    private static func map(_ size: Int, using count: Int, retrying pool: PixelPool) -> Block? {
+        let advised = pool.usesHugePages ? size / hugePageSize * hugePageSize : 0
+        var base = mapOnce(size, advised: advised)
+        if base == nil {
+            pool.trim()
+            base = mapOnce(size, advised: advised)
+        }
+        return base.map {
+            Block(
+                base: $0, capacity: size, advised: advised, zeroed: true,
+                resident: residentBytes(count, advised: advised))
+        }
     }
 
-    /// Maps `size` bytes; with `used` > 0, advises for huge pages the whole huge pages that the first `used` bytes
-    /// touch, within the block's whole huge pages: at most the part of the last one past `used` (under 2 MiB) is made
-    /// resident beyond what the buffer needs, and a class's slack past that stays in small pages, untouched.
-    private static func mapOnce(_ size: Int, used: Int) -> UnsafeMutableRawPointer? {
-        let advised = min((used + hugePageSize - 1) / hugePageSize, size / hugePageSize) * hugePageSize
+    /// The bytes a buffer of `count` makes resident in a block with `advised` bytes of huge pages: inside the
+    /// advised part the whole huge pages it reaches (a huge page is faulted in whole), past it the count (small
+    /// pages; the page rounding, under 4 KiB, is left out).
+    static func residentBytes(_ count: Int, advised: Int) -> Int {
+        guard count < advised else { return count }
+        return (count + hugePageSize - 1) / hugePageSize * hugePageSize
+    }
+
+    /// Maps `size` bytes, advising the first `advised` (the block's whole huge pages, or 0) for huge pages. A buffer
+    /// ending inside an advised huge page holds all of it (``residentBytes(_:advised:)`` counts it); a class's
+    /// slack past the advised part stays in small pages, untouched.
+    private static func mapOnce(_ size: Int, advised: Int) -> UnsafeMutableRawPointer? {
         guard advised >= hugePageSize else {
             let base = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
             guard let base, base != MAP_FAILED else { return nil }
@@ -358,7 +411,7 @@ extension PixelPool {
         guard let block = allocate(max(0, byteCount)) else {
             preconditionFailure("PixelPool: the system refused \(byteCount) bytes of scratch memory")
         }
-        defer { release(block.base, capacity: block.capacity) }
+        defer { release(block) }
         return try body(UnsafeMutableRawBufferPointer(start: block.base, count: max(0, byteCount)))
     }
 }

@@ -17,12 +17,14 @@ final class PixelStorage: @unchecked Sendable {
     let base: UnsafeMutableRawPointer
     /// Bytes of pixels.
     let count: Int
-    private let capacity: Int
+    /// Bytes of memory these pixels hold resident (``PixelPool/Block/resident``): at least `count`.
+    var resident: Int { block.resident }
+    private let block: PixelPool.Block
     private let pool: PixelPool
 
-    private init(block: (base: UnsafeMutableRawPointer, capacity: Int, zeroed: Bool), count: Int, pool: PixelPool) {
+    private init(block: PixelPool.Block, count: Int, pool: PixelPool) {
         base = block.base
-        capacity = block.capacity
+        self.block = block
         zeroed = block.zeroed
         self.count = count
         self.pool = pool
@@ -57,7 +59,7 @@ final class PixelStorage: @unchecked Sendable {
     /// Whether the bytes were zero when the storage was made (fresh pages from the kernel).
     let zeroed: Bool
 
-    deinit { pool.release(base, capacity: capacity) }
+    deinit { pool.release(block) }
 
     /// The bytes as a typed buffer.
     var bytes: UnsafeMutableBufferPointer<UInt8> {

@@ -93,8 +93,12 @@ public final class Image: Sendable {
 
     /// Bytes of pixel memory this image holds (its frames plus what an on-demand provider retains); the memory
     /// cache's cost.
+    ///
+    /// A frame counts the memory its pixels hold resident, which can exceed its ``PixelBuffer/byteCount``: pixels
+    /// in huge pages (``PixelPool/usesHugePages``) that end inside a huge page hold that whole page (a 1920x1080
+    /// RGBA frame, 8,294,400 bytes, holds 8 MiB). So a memory cache's cost limit bounds resident memory.
     public var memoryCost: Int {
-        frames.reduce(0) { $0 + $1.pixels.byteCount } + (animatedProvider?.retainedByteCount ?? 0)
+        frames.reduce(0) { $0 + $1.pixels.residentByteCount } + (animatedProvider?.retainedByteCount ?? 0)
     }
 
     /// Returns the frame at `index`, decoding it through ``animatedProvider`` when it is not held.

@@ -200,6 +200,10 @@ public struct PixelBuffer: Hashable, Sendable {
     /// The number of bytes the pixels occupy in memory.
     public var byteCount: Int { storage.count }
 
+    /// Bytes of memory the pixels hold resident: ``byteCount``, or more where the storage ends inside a huge page
+    /// (``PixelPool/usesHugePages``), which is resident whole.
+    var residentByteCount: Int { storage.resident }
+
     /// The bytes of the pixel at `(x, y)`, as many as the layout has channels.
     ///
     /// - Precondition: the coordinate lies inside the buffer.
